@@ -1,0 +1,118 @@
+// Command tact runs plans and ReAct agents from the shell. See README.md for
+// the scripting contract (exit codes, --json, traces).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+func main() { os.Exit(tactMain()) }
+
+// iostreams is the CLI's view of the process's standard streams.
+type iostreams struct {
+	In        io.Reader
+	Out       io.Writer
+	ErrOut    io.Writer
+	StderrTTY bool
+}
+
+func systemStreams() *iostreams {
+	return &iostreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, StderrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
+}
+
+// signalContext cancels on the first SIGINT/SIGTERM (the run then stops the
+// model between tokens, terminates tools' process groups and writes its
+// termination event); a second SIGINT exits at once. exitCode reports the
+// conventional code for the signal received (130 or 143), or 0.
+func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	code := make(chan int, 1)
+	done := make(chan struct{})
+	go func() {
+		got := 0
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-ch:
+				got++
+				if got == 1 {
+					if s == syscall.SIGTERM {
+						code <- 143
+					} else {
+						code <- 130
+					}
+					cancel()
+					continue
+				}
+				if s == syscall.SIGINT {
+					os.Exit(130)
+				}
+			}
+		}
+	}()
+	exitCode = func() int {
+		select {
+		case c := <-code:
+			code <- c
+			return c
+		default:
+			return 0
+		}
+	}
+	stop = func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+	return ctx, exitCode, stop
+}
+
+func tactMain() int {
+	ctx, sigCode, stop := signalContext()
+	defer stop()
+	streams := systemStreams()
+	root, err := newRootCmd(streams)
+	if err == nil {
+		root.SetArgs(os.Args[1:])
+		err = root.ExecuteContext(ctx)
+	}
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	code := exitInternal
+	if errors.As(err, &ee) {
+		code = ee.Code
+	}
+	if code == 130 {
+		if c := sigCode(); c != 0 {
+			code = c
+		}
+	}
+	if msg := strings.TrimSpace(err.Error()); msg != "" && !errors.Is(err, errSilent) {
+		fmt.Fprintln(streams.ErrOut, "tact: "+firstLineOf(msg))
+	}
+	return code
+}
+
+// errSilent wraps exits whose message was already printed.
+var errSilent = errors.New("")
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

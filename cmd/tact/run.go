@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/schema"
+)
+
+type runMode int
+
+const (
+	modeRun runMode = iota
+	modePlan
+	modeExec
+)
+
+// runOptions is the test seam of run, plan and exec: everything the command
+// needs, parsed, so runCommand can be called directly.
+type runOptions struct {
+	S    *config.Settings
+	IO   *iostreams
+	Mode runMode
+	Args []string
+}
+
+func newRunCmd(s *config.Settings, streams *iostreams, mode runMode) *cobra.Command {
+	o := &runOptions{S: s, IO: streams, Mode: mode}
+	cmd := &cobra.Command{}
+	switch mode {
+	case modeRun:
+		cmd.Use = "run [QUERY...]"
+		cmd.Short = "Plan, then execute; print the final answer"
+		cmd.Long = "Plan the query, then execute the plan with the ReAct executor and print only the\nfinal answer on stdout. The query is the joined arguments, or standard input when\nthere are none (or \"-\")."
+	case modePlan:
+		cmd.Use = "plan [QUERY...]"
+		cmd.Short = "Plan only; print the plan as JSONL"
+	case modeExec:
+		cmd.Use = "exec [PLAN.jsonl|-]"
+		cmd.Short = "Execute a JSONL plan from a file or standard input"
+		cmd.Args = cobra.MaximumNArgs(1)
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		o.Args = args
+		return runCommand(c.Context(), o)
+	}
+	addRunFlags(cmd.Flags(), s, mode)
+	return cmd
+}
+
+func runCommand(ctx context.Context, o *runOptions) error {
+	s := o.S
+	if err := validateSettings(s); err != nil {
+		return badInput(err)
+	}
+	env, err := exec.NewEnv(s.Workspace)
+	if err != nil {
+		return badInputf("--workspace: %v", err)
+	}
+	env.ToolTimeout = s.ToolTimeout
+	env.ExtraEnv = s.Env
+	reg := exec.DefaultRegistry()
+	for _, t := range s.AllowTools {
+		if _, ok := reg.Get(t); !ok {
+			return badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(reg.Names(), ", "))
+		}
+	}
+	redactor, err := exec.NewRedactor(os.Environ(), s.Redact)
+	if err != nil {
+		return badInputf("--redact: %v", err)
+	}
+
+	var query string
+	var plan *planner.Plan
+	if o.Mode == modeExec {
+		plan, err = readPlan(o, reg)
+		if err != nil {
+			return err
+		}
+		query = plan.Query()
+		if s.Query != "" {
+			query = s.Query
+		}
+		if query == "" {
+			query = "Carry out the plan."
+		}
+	} else {
+		query, err = readQuery(o)
+		if err != nil {
+			return err
+		}
+	}
+
+	backend, info, err := openBackend(s)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	_, noModel := backend.(llm.None)
+
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+	}
+
+	var trace *react.TraceWriter
+	if s.Trace != "" {
+		f, err := os.OpenFile(s.Trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return badInputf("--trace: %v", err)
+		}
+		defer f.Close()
+		trace = react.NewTraceWriter(f, redactor.Redact)
+	}
+
+	sampling := llm.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, Seed: s.Seed}
+	thought := schema.ThoughtOptions{Required: s.RequireThought, MinLength: s.MinThoughtLength}
+	plannerTools := s.AllowTools
+	if len(plannerTools) == 0 {
+		plannerTools = reg.Names()
+	}
+	pl := &planner.Planner{Backend: backend, Registry: reg, Tools: plannerTools, Thought: thought,
+		Sampling: sampling, MaxTokens: planMaxTokens(s), Info: info}
+
+	if o.Mode != modeExec && !s.NoPlan {
+		if noModel {
+			return badInputf("planning needs a model: give --model (or TACT_MODEL), --script, or run a saved plan with `tact exec`")
+		}
+		trace.Emit("planning", map[string]any{"query": query})
+		p, _, err := pl.Plan(ctx, query, nil, nil)
+		switch {
+		case err == nil:
+			plan = p
+		case ctx.Err() != nil:
+			return contextExit(ctx)
+		case o.Mode == modeRun && isInvalidPlan(err):
+			// A bad plan is recorded, not fatal: the run continues as free ReAct.
+			slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
+			trace.Emit("plan_invalid", map[string]any{"error": err.Error()})
+		default:
+			return fmt.Errorf("planning: %w", err)
+		}
+	}
+	if o.Mode == modePlan {
+		if s.NoPlan {
+			return badInputf("tact plan: --no-plan makes no sense here")
+		}
+		return plan.WriteJSONL(o.IO.Out)
+	}
+	if plan != nil && noModel {
+		for _, st := range plan.Steps {
+			for k, v := range st.Args {
+				if kind, _ := planner.ClassifyArg(v); kind == planner.ArgFill {
+					return badInputf("%s:%d: argument %q is \"\" (fill from context), which needs a model; give --model or --script, or fix the value", plan.Source, st.Line, k)
+				}
+			}
+		}
+	}
+
+	var prompter exec.Prompter
+	if !s.NoInput && !s.DryRun {
+		if p, err := exec.OpenTTYPrompter(); err == nil {
+			prompter = p
+			if c, ok := p.(io.Closer); ok {
+				defer c.Close()
+			}
+		} else {
+			slog.Debug("no terminal: running unattended", "err", err)
+		}
+	}
+	policy, err := exec.LoadPolicy(s.PolicyPath())
+	if err != nil {
+		return badInput(err)
+	}
+	gate := exec.NewGate(exec.GateOptions{Policy: policy, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
+		DryRun: s.DryRun, Prompter: prompter, Log: slog.Default()})
+
+	prog := newProgress(o.IO, s.Quiet)
+	defer prog.done()
+	ex := &react.Executor{
+		Options: react.Options{
+			NoPlan: s.NoPlan || plan == nil, MaxIterations: s.MaxIterations, RetryBuffer: s.RetryBuffer,
+			ReplanThreshold: s.ReplanThreshold, AllowTools: s.AllowTools, ThoughtPrompt: s.ThoughtPrompt,
+			RequireThought: s.RequireThought, MinThoughtLength: s.MinThoughtLength,
+			SuccessPhrases: s.SuccessPhrases, FailurePhrases: s.FailurePhrases, StallThreshold: s.StallThreshold,
+			MaxObservationTokens: s.MaxObservationTokens, TokenBudget: s.TokenBudget, StopWhen: s.StopWhen,
+			DryRun: s.DryRun,
+		},
+		Registry: reg, Env: env, Backend: backend, Gate: gate, Trace: trace, Redact: redactor.Redact,
+		Sampling: sampling, MaxTokens: s.MaxTokens, Log: slog.Default(), Progress: prog.update,
+	}
+	if !noModel {
+		ex.Planner = pl
+	}
+	res := ex.Run(ctx, query, plan)
+	prog.done()
+	if err := trace.Err(); err != nil {
+		slog.Error("trace file", "err", err)
+	}
+	if err := printResult(o.IO.Out, s.JSON, res); err != nil {
+		return err
+	}
+	if res.TerminationReason != react.ReasonSuccess {
+		if res.Message != "" && !s.JSON {
+			fmt.Fprintf(o.IO.ErrOut, "tact: %s: %s\n", res.TerminationReason, res.Message)
+		}
+		return &exitError{Code: res.ExitCode(), Err: errSilent}
+	}
+	return nil
+}
+
+func isInvalidPlan(err error) bool {
+	var inv *planner.InvalidReplyError
+	return errors.As(err, &inv)
+}
+
+// planMaxTokens gives the planner room for several steps.
+func planMaxTokens(s *config.Settings) int {
+	if s.MaxTokens <= 0 {
+		return 0
+	}
+	return s.MaxTokens * 4
+}
+
+func contextExit(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &exitError{Code: react.ReasonTimeout.ExitCode(), Err: errors.New("timeout reached")}
+	}
+	return &exitError{Code: react.ReasonCancelled.ExitCode(), Err: errors.New("cancelled")}
+}
+
+func printResult(w io.Writer, asJSON bool, res *react.Result) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(res)
+	}
+	if res.FinalAnswer == "" {
+		return nil
+	}
+	answer := res.FinalAnswer
+	if !strings.HasSuffix(answer, "\n") {
+		answer += "\n"
+	}
+	_, err := io.WriteString(w, answer)
+	return err
+}
+
+func validateSettings(s *config.Settings) error {
+	switch {
+	case s.MaxIterations < 1:
+		return fmt.Errorf("--max-iterations must be at least 1")
+	case s.RetryBuffer < 0:
+		return fmt.Errorf("REACT_RETRY_BUFFER must not be negative")
+	case s.ReplanThreshold < 1:
+		return fmt.Errorf("REACT_REPLAN_FAILURE_THRESHOLD must be at least 1")
+	case s.StallThreshold < 1:
+		return fmt.Errorf("--stall-threshold must be at least 1")
+	case s.MaxObservationTokens < 1:
+		return fmt.Errorf("--max-observation-tokens must be at least 1")
+	case s.Timeout < 0:
+		return fmt.Errorf("--timeout must not be negative")
+	}
+	for _, kv := range s.Env {
+		if i := strings.IndexByte(kv, '='); i <= 0 {
+			return fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+// readQuery joins the arguments, or reads standard input when there are none or "-".
+func readQuery(o *runOptions) (string, error) {
+	var q string
+	if len(o.Args) == 0 || (len(o.Args) == 1 && o.Args[0] == "-") {
+		b, err := io.ReadAll(io.LimitReader(o.IO.In, 1<<20+1))
+		if err != nil {
+			return "", badInputf("reading the query from standard input: %v", err)
+		}
+		if len(b) > 1<<20 {
+			return "", badInputf("query on standard input is longer than 1 MiB")
+		}
+		q = string(b)
+	} else {
+		q = strings.Join(o.Args, " ")
+	}
+	q = strings.TrimSpace(q)
+	if q == "" {
+		return "", badInputf("empty query: pass it as arguments or on standard input")
+	}
+	return q, nil
+}
+
+func readPlan(o *runOptions, reg *exec.Registry) (*planner.Plan, error) {
+	name := "-"
+	var r io.Reader = o.IO.In
+	if len(o.Args) == 1 && o.Args[0] != "-" {
+		name = o.Args[0]
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, badInputf("plan: %v", err)
+		}
+		defer f.Close()
+		r = bufio.NewReader(f)
+	}
+	p, err := planner.Parse(r, name, reg)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return p, nil
+}

@@ -1,0 +1,141 @@
+package planner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/prompt"
+	"github.com/tactcli/tact/schema"
+)
+
+// Planner asks a model for a plan.
+type Planner struct {
+	Backend   llm.Backend
+	Registry  *exec.Registry
+	Tools     []string // tools the plan may use; final_answer is always added
+	Thought   schema.ThoughtOptions
+	Sampling  llm.Sampling
+	MaxTokens int
+	MaxSteps  int            // 0: no limit in the schema
+	Info      map[string]any // recorded in the plan header (backend, model)
+}
+
+// TranscriptEntry is one executed or skipped action, given to the planner on a replan.
+type TranscriptEntry struct {
+	Step     int             `json:"step"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args"`
+	Stdout   string          `json:"stdout"`
+	Stderr   string          `json:"stderr"`
+	ExitCode int             `json:"exit_code"`
+	Error    string          `json:"error,omitempty"`
+	Skip     string          `json:"skip_reason,omitempty"`
+}
+
+// InvalidReplyError is a model reply that is not a valid plan.
+type InvalidReplyError struct {
+	Text string
+	Err  error
+}
+
+func (e *InvalidReplyError) Error() string { return "invalid plan from model: " + e.Err.Error() }
+func (e *InvalidReplyError) Unwrap() error { return e.Err }
+
+func (p *Planner) tools() []exec.Tool {
+	var out []exec.Tool
+	seen := map[string]bool{}
+	for _, n := range append(append([]string(nil), p.Tools...), exec.FinalAnswer) {
+		if t, ok := p.Registry.Get(n); ok && !seen[n] {
+			seen[n] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// PromptTools describes tools for prompts.
+func PromptTools(tools []exec.Tool) []prompt.Tool {
+	out := make([]prompt.Tool, len(tools))
+	for i, t := range tools {
+		var compact bytes.Buffer
+		_ = json.Compact(&compact, t.Schema())
+		out[i] = prompt.Tool{Name: t.Name(), Class: string(t.Class()), Description: t.Description(), Schema: compact.String()}
+	}
+	return out
+}
+
+// SchemaTools converts tools for the schema builders.
+func SchemaTools(tools []exec.Tool) []schema.Tool {
+	out := make([]schema.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = schema.Tool{Name: t.Name(), Schema: t.Schema()}
+	}
+	return out
+}
+
+// Plan asks the model for a plan. With a transcript (a replan) the model sees
+// what ran so far and old is the plan being replaced (may be nil).
+func (p *Planner) Plan(ctx context.Context, query string, transcript []TranscriptEntry, old *Plan) (*Plan, llm.Usage, error) {
+	tools := p.tools()
+	data := prompt.Planner{Tools: PromptTools(tools), Query: query, MaxSteps: p.MaxSteps}
+	for _, t := range transcript {
+		data.Transcript = append(data.Transcript, prompt.TranscriptEntry{
+			Step: t.Step, Tool: t.Tool, Args: string(t.Args), Stdout: t.Stdout, Stderr: t.Stderr,
+			ExitCode: t.ExitCode, Error: t.Error, Skip: t.Skip,
+		})
+	}
+	if old != nil {
+		data.OldPlan = old.Outline()
+	}
+	sch := schema.Plan(SchemaTools(tools), p.Thought, p.MaxSteps)
+	req := llm.Request{
+		Kind: llm.KindPlan,
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: prompt.Render("planner_system", data)},
+			{Role: llm.RoleUser, Content: prompt.Render("planner_user", data)},
+		},
+		Schema:    sch,
+		Sampling:  p.Sampling,
+		MaxTokens: p.MaxTokens,
+	}
+	resp, err := p.Backend.Complete(ctx, req)
+	if err != nil {
+		return nil, resp.Usage, fmt.Errorf("planner: %w", err)
+	}
+	plan, err := p.parseReply(resp.Text, sch)
+	if err != nil {
+		return nil, resp.Usage, err
+	}
+	plan.Header = &Header{Type: "plan", Query: query, Created: time.Now().UTC().Truncate(time.Second), Planner: p.Info}
+	return plan, resp.Usage, nil
+}
+
+func (p *Planner) parseReply(text string, sch json.RawMessage) (*Plan, error) {
+	v, err := schema.Compile(sch)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := v.ValidateJSON([]byte(text)); err != nil {
+		return nil, &InvalidReplyError{Text: text, Err: err}
+	}
+	var reply struct {
+		Plan []Step `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(text), &reply); err != nil {
+		return nil, &InvalidReplyError{Text: text, Err: err}
+	}
+	plan := &Plan{Source: "planner"}
+	for i := range reply.Plan {
+		s := reply.Plan[i]
+		if err := CheckStep(&s, p.Registry); err != nil {
+			return nil, &InvalidReplyError{Text: text, Err: fmt.Errorf("step %d: %v", i+1, err)}
+		}
+		plan.Steps = append(plan.Steps, s)
+	}
+	return plan, nil
+}

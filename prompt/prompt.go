@@ -1,0 +1,133 @@
+// Package prompt renders tact's prompts from embedded text/templates. The
+// action conversation is laid out append-only (system prompt, tool list and
+// query first, then one message per event) so that an inference backend with
+// a KV cache re-evaluates only what was added since the previous call.
+package prompt
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+//go:embed templates/*.tmpl
+var files embed.FS
+
+var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
+	"inc":    func(i int) int { return i + 1 },
+	"indent": func(n int, s string) string { return indentLines(n, s) },
+	"trim":   strings.TrimSpace,
+}).ParseFS(files, "templates/*.tmpl"))
+
+// DefaultThoughtPrompt is the PRD's thought prompt; --thought-prompt replaces it.
+const DefaultThoughtPrompt = `Based on the current state of the task:
+- What do I know so far?
+- What do I still need to find out or accomplish?
+- What is the most logical next step?
+- Which tool or action would best accomplish this step?
+
+Think step by step before deciding on an action.`
+
+// Tool describes a tool to the model.
+type Tool struct {
+	Name        string
+	Class       string
+	Description string
+	Schema      string // compact JSON
+}
+
+// System is the data of the executor's system prompt.
+type System struct {
+	Tools          []Tool
+	ThoughtPrompt  string
+	RequireThought bool
+	MinThought     int
+	AllowReplan    bool
+}
+
+// Task is the first user message: the query and the plan outline.
+type Task struct {
+	Query   string
+	Outline []string // "1. read_file: thought" lines; empty in free mode
+}
+
+// Next asks for the next action.
+type Next struct {
+	Reason      string // why the model is asked (failed step, skipped step, plan used up, free mode)
+	PendingStep int    // 1-based; 0 when none
+	PendingTool string
+	PendingArgs string
+	PendingWhy  string
+	Nudge       bool
+	Remaining   int // attempts left
+}
+
+// Observation reports one step's result.
+type Observation struct {
+	Step     int
+	Tool     string
+	Text     string
+	IsError  bool
+	ExitCode int
+	Stderr   string
+}
+
+// Planner is the data of the planner prompts.
+type Planner struct {
+	Tools      []Tool
+	Query      string
+	MaxSteps   int
+	Transcript []TranscriptEntry // empty on the first plan
+	OldPlan    []string
+}
+
+// TranscriptEntry is one executed (or skipped) action, given to the planner on a replan.
+type TranscriptEntry struct {
+	Step     int
+	Tool     string
+	Args     string
+	Stdout   string
+	Stderr   string
+	ExitCode int
+	Error    string
+	Skip     string
+}
+
+// Fill asks for the missing arguments of a planned step.
+type Fill struct {
+	Step    int
+	Tool    string
+	Thought string
+	Known   string // JSON of the arguments already fixed
+	Missing []string
+}
+
+// Fallback asks for a final answer from what was observed.
+type Fallback struct {
+	Query  string
+	Reason string
+}
+
+// Render executes the named template ("system", "task", "next",
+// "observation", "planner_system", "planner_user", "fill", "fallback").
+func Render(name string, data any) string {
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		// Templates are embedded and tested; a failure is a programming error.
+		panic(fmt.Sprintf("prompt %s: %v", name, err))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func indentLines(n int, s string) string {
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pad + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,1005 @@
+package react
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/itchyny/gojq"
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/prompt"
+	"github.com/tactcli/tact/schema"
+)
+
+// Options are the PRD's tunables (see config.Settings for defaults).
+type Options struct {
+	NoPlan               bool     // free ReAct: every action from the model
+	MaxIterations        int      // budget in free mode
+	RetryBuffer          int      // max_steps = plan steps + RetryBuffer
+	ReplanThreshold      int      // consecutive failed tool runs before a replan
+	MaxReplans           int      // replans per run (0: 3)
+	AllowTools           []string // empty: the tools the plan names
+	ThoughtPrompt        string
+	RequireThought       bool
+	MinThoughtLength     int
+	SuccessPhrases       []string
+	FailurePhrases       []string
+	StallThreshold       int
+	MaxObservationTokens int
+	TokenBudget          int
+	StopWhen             string // jq; true for a finished step ends the run (custom)
+	DryRun               bool
+	ReadOnlyNudgeAfter   int // consecutive read-only steps before nudging (0: 5)
+}
+
+// Replanner makes a new plan from the transcript so far.
+type Replanner interface {
+	Plan(ctx context.Context, query string, transcript []planner.TranscriptEntry, old *planner.Plan) (*planner.Plan, llm.Usage, error)
+}
+
+// Executor runs plans. Zero-value fields get safe defaults in Run.
+type Executor struct {
+	Options
+	Registry  *exec.Registry
+	Env       *exec.Env
+	Backend   llm.Backend // llm.None{} when no model
+	Planner   Replanner   // nil: no replanning
+	Gate      exec.Gate   // nil: exec.AllowAll
+	Trace     *TraceWriter
+	Redact    func(string) string
+	Sampling  llm.Sampling
+	MaxTokens int
+	Log       *slog.Logger
+	Progress  func(line string) // one-line status updates (nil: none)
+}
+
+// defaultCannotPrefixes detect a model saying it cannot do the task (the
+// system prompt asks it to start such answers with "I cannot").
+var defaultCannotPrefixes = []string{"i cannot", "i can't", "i can not", "i am unable", "i'm unable", "unable to complete"}
+
+// stepRecord is one executed tool run in the jq-visible run state.
+type stepRecord struct {
+	Step     int             `json:"step"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args"`
+	Output   string          `json:"output"`
+	Error    *string         `json:"error"`
+	ExitCode int             `json:"exit_code"`
+}
+
+type run struct {
+	e     *Executor
+	ctx   context.Context
+	query string
+	plan  *planner.Plan
+	res   *Result
+	st    *State
+	start time.Time
+
+	allowed     map[string]bool
+	conv        []llm.Message
+	records     []stepRecord
+	transcript  []planner.TranscriptEntry
+	stopQuery   *gojq.Code
+	forceModel  bool   // the plan cannot decide the next action
+	askReason   string // told to the model with the next request
+	replanDue   bool
+	// divergenceSpent is set once a divergence scheduled its replan; only a
+	// planned step that succeeds re-arms it, so a model that keeps diverging
+	// does not make a replan per step.
+	divergenceSpent bool
+	lastOK      string // canonical key of the last successful call
+	lastOKStep  int
+	lastKey     string
+	sameInRow   int
+	readsInRow  int
+	fatal       error // set when the run must end (reason in res)
+}
+
+// Run executes plan (nil in free mode) for query. It never returns an error:
+// every outcome, including backend failures, is a termination reason.
+func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *Result {
+	r := &run{e: e, ctx: ctx, query: query, plan: plan, res: &Result{}, start: time.Now()}
+	r.st = &r.res.State
+	r.defaults()
+	r.main()
+	r.res.ExecutionTimeMS = time.Since(r.start).Milliseconds()
+	r.res.Iterations = r.st.Attempts
+	if r.res.Trace.Steps == nil {
+		r.res.Trace.Steps = []StepTrace{}
+	}
+	e.Trace.Emit("termination", map[string]any{
+		"reason": r.res.TerminationReason, "success": r.res.Success, "final_answer": r.res.FinalAnswer,
+		"message": r.res.Message, "exit_code": r.res.ExitCode(), "state": r.res.State,
+		"token_usage": r.res.TokenUsage, "execution_time_ms": r.res.ExecutionTimeMS,
+	})
+	return r.res
+}
+
+func (r *run) defaults() {
+	e := r.e
+	if e.Backend == nil {
+		e.Backend = llm.None{}
+	}
+	if e.Gate == nil {
+		e.Gate = exec.AllowAll{}
+	}
+	if e.Log == nil {
+		e.Log = slog.New(slog.DiscardHandler)
+	}
+	if e.Redact == nil {
+		e.Redact = func(s string) string { return s }
+	}
+	if e.MaxIterations <= 0 {
+		e.MaxIterations = 10
+	}
+	if e.StallThreshold <= 0 {
+		e.StallThreshold = 3
+	}
+	if e.MaxObservationTokens <= 0 {
+		e.MaxObservationTokens = 2000
+	}
+	if e.MaxReplans <= 0 {
+		e.MaxReplans = 3
+	}
+	if e.ReplanThreshold <= 0 {
+		e.ReplanThreshold = 2
+	}
+	if e.RetryBuffer < 0 {
+		e.RetryBuffer = 0
+	}
+	if e.ReadOnlyNudgeAfter <= 0 {
+		e.ReadOnlyNudgeAfter = 5
+	}
+}
+
+func (r *run) progress(format string, a ...any) {
+	if r.e.Progress != nil {
+		r.e.Progress(fmt.Sprintf(format, a...))
+	}
+}
+
+func (r *run) main() {
+	e := r.e
+	if e.NoPlan {
+		r.plan = nil
+	}
+	if e.StopWhen != "" {
+		code, err := compileJQ(e.StopWhen)
+		if err != nil {
+			r.end(ReasonError, "", fmt.Sprintf("--stop-when: %v", err))
+			return
+		}
+		r.stopQuery = code
+	}
+	r.setAllowed()
+	e.Trace.Emit("run_start", map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun})
+	if r.plan != nil {
+		r.st.MaxSteps = len(r.plan.Steps) + e.RetryBuffer
+		r.st.PendingPlanStep = 1
+		r.emitPlan("plan", nil)
+	} else {
+		r.st.MaxSteps = e.MaxIterations
+		r.forceModel = true
+		r.askReason = "Choose the first action."
+	}
+	r.conv = []llm.Message{
+		{Role: llm.RoleSystem, Content: r.systemPrompt()},
+		{Role: llm.RoleUser, Content: prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline()})},
+	}
+
+	for r.res.TerminationReason == "" {
+		if r.checkContext() {
+			return
+		}
+		if e.TokenBudget > 0 && r.res.TokenUsage.Total() >= e.TokenBudget {
+			r.fallback(ReasonTokenBudget, fmt.Sprintf("token budget of %d reached", e.TokenBudget))
+			return
+		}
+		if r.st.Attempts >= r.st.MaxSteps {
+			r.fallback(ReasonMaxIterations, fmt.Sprintf("step budget of %d attempts used up without a final answer", r.st.MaxSteps))
+			return
+		}
+		if r.plan != nil && e.Planner != nil && (r.replanDue || r.st.ConsecutiveFailures >= e.ReplanThreshold) && r.st.Replans < e.MaxReplans {
+			r.replan()
+			continue
+		}
+		r.iteration()
+	}
+}
+
+// checkContext ends the run on timeout or cancellation.
+func (r *run) checkContext() bool {
+	err := r.ctx.Err()
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(r.ctx), context.DeadlineExceeded) {
+		r.end(ReasonTimeout, r.summary(), "timeout reached")
+	} else {
+		r.end(ReasonCancelled, r.summary(), "cancelled")
+	}
+	return true
+}
+
+func (r *run) end(reason Reason, answer, msg string) {
+	if r.res.TerminationReason != "" {
+		return
+	}
+	r.res.TerminationReason = reason
+	r.res.Success = reason == ReasonSuccess
+	r.res.FinalAnswer = r.e.Redact(answer)
+	r.res.Message = msg
+}
+
+func (r *run) pending() *planner.Step {
+	if r.plan == nil || r.st.PlanIndex >= len(r.plan.Steps) {
+		return nil
+	}
+	return &r.plan.Steps[r.st.PlanIndex]
+}
+
+func (r *run) setAllowed() {
+	r.allowed = map[string]bool{exec.FinalAnswer: true}
+	names := r.e.AllowTools
+	if len(names) == 0 {
+		if r.plan != nil {
+			names = r.plan.Tools()
+		} else {
+			names = r.e.Registry.Names()
+		}
+	}
+	for _, n := range names {
+		if _, ok := r.e.Registry.Get(n); ok {
+			r.allowed[n] = true
+		}
+	}
+}
+
+func (r *run) allowedList() []string {
+	var out []string
+	for _, n := range r.e.Registry.Names() {
+		if r.allowed[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (r *run) allowedTools() []exec.Tool {
+	var out []exec.Tool
+	for _, n := range r.allowedList() {
+		t, _ := r.e.Registry.Get(n)
+		out = append(out, t)
+	}
+	return out
+}
+
+func (r *run) outline() []string {
+	if r.plan == nil {
+		return nil
+	}
+	return r.plan.Outline()
+}
+
+func (r *run) systemPrompt() string {
+	tp := r.e.ThoughtPrompt
+	if tp == "" {
+		tp = prompt.DefaultThoughtPrompt
+	}
+	return prompt.Render("system", prompt.System{
+		Tools: planner.PromptTools(r.allowedTools()), ThoughtPrompt: tp,
+		RequireThought: r.e.RequireThought, MinThought: r.e.MinThoughtLength,
+		AllowReplan: r.plan != nil && r.e.Planner != nil,
+	})
+}
+
+func (r *run) thoughtOptions() schema.ThoughtOptions {
+	return schema.ThoughtOptions{Required: r.e.RequireThought, MinLength: r.e.MinThoughtLength}
+}
+
+func (r *run) emitPlan(event string, extra map[string]any) {
+	var buf bytes.Buffer
+	_ = r.plan.WriteJSONL(&buf)
+	var rows []json.RawMessage
+	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		rows = append(rows, json.RawMessage(append([]byte(nil), l...)))
+	}
+	f := map[string]any{"plan": rows, "source": r.plan.Source, "max_steps": r.st.MaxSteps}
+	for k, v := range extra {
+		f[k] = v
+	}
+	r.e.Trace.Emit(event, f)
+}
+
+func (r *run) addUsage(u llm.Usage) { r.res.TokenUsage = r.res.TokenUsage.Add(u) }
+
+// iteration decides and runs one action.
+func (r *run) iteration() {
+	e := r.e
+	p := r.pending()
+	if p == nil && r.plan != nil && !r.forceModel {
+		r.forceModel = true
+		r.askReason = "The plan is used up but there is no final answer yet."
+	}
+	if p != nil && !r.forceModel {
+		if !r.allowed[p.Tool] {
+			r.skip(p, SkipToolNotPermitted, Action{Thought: p.Thought, Tool: p.Tool, Args: argsJSON(p.Args)}, "plan",
+				fmt.Sprintf("tool %q is not permitted in this run (allowed: %s)", p.Tool, strings.Join(r.allowedList(), ", ")))
+			r.forceModel = true
+			r.askReason = fmt.Sprintf("Plan step %d cannot run: tool %s is not permitted.", r.st.PlanIndex+1, p.Tool)
+			return
+		}
+		act, usage, skipReason, err := r.planAction(p)
+		if err != nil {
+			if errors.Is(err, llm.ErrNoModel) {
+				r.fallback(ReasonError, err.Error())
+				return
+			}
+			if r.ctx.Err() != nil {
+				return
+			}
+			r.skip(p, skipReason, Action{Thought: p.Thought, Tool: p.Tool, Args: argsJSON(p.Args)}, "plan", err.Error())
+			r.st.RetryCount++
+			r.forceModel = true
+			r.askReason = fmt.Sprintf("Plan step %d could not be prepared: %v", r.st.PlanIndex+1, err)
+			return
+		}
+		r.perform(act, "plan", usage)
+		return
+	}
+	if e.Backend == nil {
+		return
+	}
+	act, usage, err := r.askModel()
+	if err != nil {
+		if errors.Is(err, llm.ErrNoModel) {
+			switch {
+			case r.st.ConsecutiveFailures > 0 && len(r.records) > 0:
+				last := r.records[len(r.records)-1]
+				r.end(ReasonFailure, r.summary(), fmt.Sprintf("step %d (%s) failed and no model is configured to recover", last.Step, last.Tool))
+			case p != nil:
+				r.end(ReasonFailure, r.summary(), fmt.Sprintf("plan step %d (%s) cannot run (%s) and no model is configured", r.st.PlanIndex+1, p.Tool, r.st.PlanSkipReason))
+			default:
+				r.fallback(ReasonMaxIterations, "the plan ended without final_answer and no model is configured")
+			}
+			return
+		}
+		if r.checkContext() {
+			return
+		}
+		var inv *invalidAction
+		if errors.As(err, &inv) {
+			r.invalid(inv, usage)
+			return
+		}
+		r.end(ReasonError, r.summary(), fmt.Sprintf("model call failed: %v", err))
+		return
+	}
+	if act.Tool == schema.Replan {
+		r.st.Attempts++
+		reason := ""
+		var ra struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(act.Args, &ra)
+		reason = ra.Reason
+		if p != nil {
+			r.st.PlanSkipReason = SkipReplanRequested
+		}
+		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: "replan requested: " + reason, SkipReason: SkipReplanRequested, Source: "model", TokenUsage: usage})
+		r.replanDue = true
+		return
+	}
+	if p != nil && act.Tool != p.Tool && act.Tool != exec.FinalAnswer {
+		// Divergence: the model prefers another tool than the pending step.
+		// Record it once on the step and schedule one replan per plan version.
+		r.st.PlanSkipReason = SkipPlanToolMismatch
+		e.Trace.Emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": SkipPlanToolMismatch, "model_tool": act.Tool})
+		if !r.divergenceSpent {
+			r.divergenceSpent = true
+			r.replanDue = true
+		}
+	}
+	r.perform(act, "model", usage)
+}
+
+// planAction turns a plan row into an action: $jq args are computed, ""
+// args are filled with one model call.
+func (r *run) planAction(p *planner.Step) (Action, llm.Usage, string, error) {
+	var usage llm.Usage
+	args := map[string]json.RawMessage{}
+	var missing []string
+	for k, v := range p.Args {
+		kind, expr := planner.ClassifyArg(v)
+		switch kind {
+		case planner.ArgJQ:
+			val, err := r.evalJQ(expr)
+			if err != nil {
+				return Action{}, usage, SkipInvalidAction, fmt.Errorf("argument %q: %v", k, err)
+			}
+			args[k] = val
+		case planner.ArgFill:
+			missing = append(missing, k)
+		default:
+			args[k] = v
+		}
+	}
+	tool, _ := r.e.Registry.Get(p.Tool)
+	if len(missing) > 0 {
+		filled, u, err := r.fill(p, tool, args, missing)
+		usage = u
+		if err != nil {
+			return Action{}, usage, SkipInvalidAction, err
+		}
+		args = filled
+	}
+	raw := argsJSON(args)
+	v, err := schema.Compile(tool.Schema())
+	if err == nil {
+		_, err = v.ValidateJSON(raw)
+	}
+	if err != nil {
+		return Action{}, usage, SkipInvalidAction, fmt.Errorf("arguments for %s: %v", p.Tool, err)
+	}
+	return Action{Thought: p.Thought, Tool: p.Tool, Args: raw}, usage, "", nil
+}
+
+func (r *run) fill(p *planner.Step, tool exec.Tool, known map[string]json.RawMessage, missing []string) (map[string]json.RawMessage, llm.Usage, error) {
+	msgs := append(append([]llm.Message(nil), r.conv...), llm.Message{Role: llm.RoleUser, Content: prompt.Render("fill", prompt.Fill{
+		Step: r.st.PlanIndex + 1, Tool: p.Tool, Thought: p.Thought, Known: string(argsJSON(known)), Missing: missing,
+	})})
+	r.progress("step %d: filling %s arguments", r.st.PlanIndex+1, p.Tool)
+	resp, err := r.e.Backend.Complete(r.ctx, llm.Request{Kind: llm.KindFill, Messages: msgs, Schema: schema.Fill(schema.Tool{Name: tool.Name(), Schema: tool.Schema()}), Sampling: r.e.Sampling, MaxTokens: r.e.MaxTokens})
+	r.addUsage(resp.Usage)
+	if err != nil {
+		return nil, resp.Usage, fmt.Errorf("fill arguments: %w", err)
+	}
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(resp.Text), &got); err != nil {
+		return nil, resp.Usage, fmt.Errorf("fill reply is not a JSON object: %v", err)
+	}
+	// Arguments the plan fixed win over the model's.
+	for k, v := range known {
+		got[k] = v
+	}
+	return got, resp.Usage, nil
+}
+
+type invalidAction struct {
+	text   string
+	reason string
+}
+
+func (e *invalidAction) Error() string { return "invalid action: " + e.reason }
+
+// askModel asks for the next action; the request and the reply are appended
+// to the conversation so the next call shares this prefix.
+func (r *run) askModel() (Action, llm.Usage, error) {
+	e := r.e
+	next := prompt.Next{Reason: r.askReason, Remaining: r.st.MaxSteps - r.st.Attempts, Nudge: r.readsInRow >= e.ReadOnlyNudgeAfter}
+	if next.Reason == "" {
+		next.Reason = "Choose the next action."
+	}
+	if p := r.pending(); p != nil {
+		next.PendingStep = r.st.PlanIndex + 1
+		next.PendingTool = p.Tool
+		next.PendingArgs = string(argsJSON(p.Args))
+		if r.st.PlanSkipReason != "" {
+			next.PendingWhy = "skipped: " + r.st.PlanSkipReason
+		}
+	}
+	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: prompt.Render("next", next)})
+	sch := schema.Action(planner.SchemaTools(r.allowedTools()), r.thoughtOptions(), r.plan != nil && e.Planner != nil)
+	r.progress("step %d: thinking", r.st.Attempts+1)
+	resp, err := e.Backend.Complete(r.ctx, llm.Request{Kind: llm.KindAction, Messages: r.conv, Schema: sch, Sampling: e.Sampling, MaxTokens: e.MaxTokens})
+	r.addUsage(resp.Usage)
+	if err != nil {
+		return Action{}, resp.Usage, err
+	}
+	r.conv = append(r.conv, llm.Message{Role: llm.RoleAssistant, Content: resp.Text})
+	r.askReason = ""
+	act, err := ParseAction([]byte(resp.Text), sch, r.thoughtOptions())
+	if err != nil {
+		return Action{}, resp.Usage, &invalidAction{text: resp.Text, reason: err.Error()}
+	}
+	return act, resp.Usage, nil
+}
+
+// ParseAction parses a model's action reply: one JSON object valid against
+// the action schema sch, with a substantive thought when thoughts are required.
+func ParseAction(text []byte, sch json.RawMessage, thought schema.ThoughtOptions) (Action, error) {
+	v, err := schema.Compile(sch)
+	if err != nil {
+		return Action{}, err
+	}
+	if _, err := v.ValidateJSON(text); err != nil {
+		return Action{}, err
+	}
+	var act Action
+	if err := json.Unmarshal(text, &act); err != nil {
+		return Action{}, err
+	}
+	if thought.Required {
+		if why := degenerateThought(act.Thought, act.Tool, thought.MinLength); why != "" {
+			return Action{}, errors.New(why)
+		}
+	}
+	return act, nil
+}
+
+func (r *run) invalid(inv *invalidAction, usage llm.Usage) {
+	r.st.Attempts++
+	r.st.RetryCount++
+	st := StepTrace{Observation: "invalid action: " + inv.reason, Error: inv.reason, Source: "model", TokenUsage: usage, SkipReason: SkipInvalidAction}
+	st.Action = Action{Tool: "", Args: json.RawMessage(`{}`)}
+	if p := r.pending(); p != nil {
+		r.st.PlanSkipReason = SkipInvalidAction
+		st.PlanStep = r.st.PlanIndex + 1
+	}
+	r.record(st)
+	r.e.Trace.Emit("invalid_action", map[string]any{"reply": inv.text, "error": inv.reason})
+	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: "Your reply was not a valid action: " + inv.reason})
+	r.noteRepeat("invalid:" + inv.text)
+}
+
+// skip records a planned step that cannot run; the plan index stays.
+func (r *run) skip(p *planner.Step, reason string, act Action, source, why string) {
+	r.st.Attempts++
+	r.st.PlanSkipReason = reason
+	r.record(StepTrace{Thought: act.Thought, Action: act, Observation: why, SkipReason: reason, Source: source, PlanStep: r.st.PlanIndex + 1})
+	r.e.Trace.Emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": reason, "detail": why})
+	r.transcript = append(r.transcript, planner.TranscriptEntry{Step: r.st.PlanIndex + 1, Tool: act.Tool, Args: act.Args, Skip: reason, Error: why})
+}
+
+func (r *run) record(st StepTrace) {
+	st.Iteration = len(r.res.Trace.Steps) + 1
+	st.Timestamp = time.Now().UTC()
+	st.Observation = r.e.Redact(st.Observation)
+	if st.Action.Args == nil {
+		st.Action.Args = json.RawMessage(`{}`)
+	}
+	r.res.Trace.Steps = append(r.res.Trace.Steps, st)
+	r.e.Trace.Emit("step", map[string]any{"step": st, "state": *r.st})
+}
+
+// noteRepeat tracks identical actions in a row; true when the run stalled.
+func (r *run) noteRepeat(key string) bool {
+	if key == r.lastKey {
+		r.sameInRow++
+	} else {
+		r.lastKey, r.sameInRow = key, 1
+	}
+	if r.sameInRow >= r.e.StallThreshold {
+		r.fallback(ReasonStalled, fmt.Sprintf("%d identical actions in a row", r.sameInRow))
+		return true
+	}
+	return false
+}
+
+// perform runs an action (from the plan or the model).
+func (r *run) perform(act Action, source string, usage llm.Usage) {
+	e := r.e
+	p := r.pending()
+	matchesPlan := p != nil && act.Tool == p.Tool
+	planStep := 0
+	if matchesPlan {
+		planStep = r.st.PlanIndex + 1
+	}
+	key := act.Tool + " " + canonical(act.Args)
+	r.st.Attempts++
+
+	if act.Tool != exec.FinalAnswer && key == r.lastOK {
+		r.st.RetryCount++
+		obs := fmt.Sprintf("Duplicate action skipped: %s with these arguments already succeeded at step %d; use that observation instead of repeating it.", act.Tool, r.lastOKStep)
+		if matchesPlan {
+			r.st.PlanSkipReason = SkipDuplicateAction
+			r.e.Trace.Emit("skip", map[string]any{"plan_step": planStep, "tool": act.Tool, "skip_reason": SkipDuplicateAction})
+		}
+		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: obs, SkipReason: SkipDuplicateAction, Source: source, PlanStep: planStep, TokenUsage: usage})
+		r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obs, IsError: true})
+		r.forceModel = true
+		r.noteRepeat(key)
+		return
+	}
+	if r.noteRepeat(key) {
+		return
+	}
+
+	tool, ok := e.Registry.Get(act.Tool)
+	if !ok || !r.allowed[act.Tool] {
+		// Only reachable with a backend that ignores the schema.
+		r.st.RetryCount++
+		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: "tool not permitted", Error: "tool not permitted", SkipReason: SkipToolNotPermitted, Source: source, TokenUsage: usage})
+		r.forceModel = true
+		return
+	}
+
+	if act.Tool == exec.FinalAnswer {
+		var fa struct {
+			Answer string `json:"answer"`
+		}
+		_ = json.Unmarshal(act.Args, &fa)
+		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: fa.Answer, Source: source, PlanStep: planStep, TokenUsage: usage})
+		r.st.Step++
+		if matchesPlan {
+			r.st.PlanIndex++
+		}
+		if phrase := r.failurePhrase(fa.Answer); phrase != "" {
+			r.end(ReasonFailure, fa.Answer, fmt.Sprintf("failure detected in the final answer (%q)", phrase))
+			return
+		}
+		r.end(ReasonSuccess, fa.Answer, "")
+		return
+	}
+
+	// Approval: write/exec tools go through the gate.
+	decision := ""
+	var result exec.Result
+	if tool.Class() != exec.ClassRead {
+		v := e.Gate.Check(r.ctx, e.Env, []exec.Call{{Tool: tool, Args: act.Args}})[0]
+		decision = v.Decision
+		switch {
+		case e.DryRun:
+			result = exec.Result{Output: fmt.Sprintf("[dry-run] %s not run; decision: %s%s", act.Tool, v.Decision, suffix(v.Reason))}
+			decision = "dry_run:" + v.Decision
+		case !v.Allowed:
+			reason := v.Reason
+			if !strings.HasPrefix(reason, "denied by policy") {
+				reason = "denied by policy: " + reason
+			}
+			result = exec.Result{Err: errors.New(reason), ExitCode: 0}
+			e.Trace.Emit("denied", map[string]any{"tool": act.Tool, "args": act.Args, "decision": v.Decision, "reason": v.Reason})
+		}
+	}
+	if result.Output == "" && result.Err == nil {
+		r.progress("step %d: %s", r.st.Step+1, act.Tool)
+		result = tool.Run(r.ctx, e.Env, act.Args)
+	}
+	if r.ctx.Err() != nil {
+		// A tool interrupted by cancellation is not a tool failure.
+		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: "interrupted", Error: r.ctx.Err().Error(), ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage})
+		r.checkContext()
+		return
+	}
+	failed := result.Failed()
+	obsText := r.e.Redact(r.truncate(result.Output))
+	errText := ""
+	if result.Err != nil {
+		errText = r.e.Redact(result.Err.Error())
+		if obsText == "" {
+			obsText = errText
+		} else {
+			obsText = obsText + "\nerror: " + errText
+		}
+	}
+	stderr := r.e.Redact(r.truncate(result.Stderr))
+	st := StepTrace{Thought: act.Thought, Action: act, Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage}
+	r.record(st)
+	r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obsText, IsError: failed, ExitCode: result.ExitCode, Stderr: stderr})
+
+	rec := stepRecord{Step: len(r.records) + 1, Tool: act.Tool, Args: act.Args, Output: r.e.Redact(result.Output), ExitCode: result.ExitCode}
+	if errText != "" {
+		rec.Error = &errText
+	}
+	r.records = append(r.records, rec)
+	r.transcript = append(r.transcript, planner.TranscriptEntry{Step: rec.Step, Tool: act.Tool, Args: act.Args, Stdout: obsText, Stderr: stderr, ExitCode: result.ExitCode, Error: errText})
+
+	if failed {
+		r.st.RetryCount++
+		r.st.ConsecutiveFailures++
+		r.readsInRow = 0
+		r.forceModel = true
+		r.askReason = fmt.Sprintf("The last action (%s) failed.", act.Tool)
+	} else {
+		r.st.ConsecutiveFailures = 0
+		r.st.Step++
+		r.lastOK, r.lastOKStep = key, r.st.Step
+		if tool.Class() == exec.ClassRead {
+			r.readsInRow++
+		} else {
+			r.readsInRow = 0
+		}
+		if matchesPlan {
+			r.st.PlanIndex++
+			r.st.PlanSkipReason = ""
+			r.forceModel = false
+			r.divergenceSpent = false
+		} else if p != nil {
+			r.forceModel = true
+		}
+		if r.pending() != nil {
+			r.st.PendingPlanStep = r.st.PlanIndex + 1
+		} else {
+			r.st.PendingPlanStep = 0
+		}
+	}
+	if r.checkPhrasesAndStop(rec, obsText) {
+		return
+	}
+}
+
+func suffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// appendExchange keeps the model's view append-only: a planned action is
+// written as if the model had chosen it, then its observation follows.
+func (r *run) appendExchange(act Action, source string, obs prompt.Observation) {
+	if source == "plan" {
+		b, _ := json.Marshal(act)
+		r.conv = append(r.conv, llm.Message{Role: llm.RoleAssistant, Content: string(b)})
+	}
+	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: prompt.Render("observation", obs)})
+}
+
+func (r *run) checkPhrasesAndStop(rec stepRecord, obs string) bool {
+	lower := strings.ToLower(obs)
+	for _, ph := range r.e.SuccessPhrases {
+		if ph != "" && strings.Contains(lower, strings.ToLower(ph)) {
+			r.end(ReasonSuccess, obs, fmt.Sprintf("success phrase %q observed", ph))
+			return true
+		}
+	}
+	for _, ph := range r.e.FailurePhrases {
+		if ph != "" && strings.Contains(lower, strings.ToLower(ph)) {
+			r.end(ReasonFailure, obs, fmt.Sprintf("failure phrase %q observed", ph))
+			return true
+		}
+	}
+	if r.stopQuery != nil {
+		recJSON, _ := toJQ(rec)
+		state, _ := toJQ(r.jqState())
+		iter := r.stopQuery.RunWithContext(r.ctx, recJSON, state)
+		v, ok := iter.Next()
+		if ok {
+			if err, isErr := v.(error); isErr {
+				r.e.Log.Warn("--stop-when failed", "err", err)
+			} else if v != nil && v != false {
+				r.end(ReasonCustom, rec.Output, "--stop-when matched step "+fmt.Sprint(rec.Step))
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *run) failurePhrase(answer string) string {
+	lower := strings.ToLower(strings.TrimSpace(answer))
+	for _, ph := range r.e.FailurePhrases {
+		if ph != "" && strings.Contains(lower, strings.ToLower(ph)) {
+			return ph
+		}
+	}
+	for _, ph := range defaultCannotPrefixes {
+		if strings.HasPrefix(lower, ph) {
+			return ph
+		}
+	}
+	return ""
+}
+
+// replan asks the planner for a new plan with the transcript so far.
+func (r *run) replan() {
+	e := r.e
+	r.st.Replans++
+	r.replanDue = false
+	trigger := "divergence"
+	if r.st.ConsecutiveFailures >= e.ReplanThreshold {
+		trigger = "failures"
+	}
+	e.Trace.Emit("replan_request", map[string]any{"trigger": trigger, "transcript": r.transcript, "state": *r.st})
+	r.progress("replanning (%s)", trigger)
+	np, usage, err := e.Planner.Plan(r.ctx, r.query, r.transcript, r.plan)
+	r.addUsage(usage)
+	r.st.ConsecutiveFailures = 0
+	if err != nil {
+		if r.checkContext() {
+			return
+		}
+		r.st.Attempts++
+		e.Trace.Emit("replan_failed", map[string]any{"error": err.Error()})
+		r.record(StepTrace{Action: Action{Tool: schema.Replan}, Observation: "replan failed: " + err.Error(), Error: err.Error(), Source: "model", SkipReason: SkipInvalidAction, TokenUsage: usage})
+		r.forceModel = true
+		return
+	}
+	r.plan = np
+	r.st.PlanIndex = 0
+	r.st.PendingPlanStep = 1
+	r.st.PlanSkipReason = ""
+	r.st.MaxSteps = r.st.Attempts + len(np.Steps) + e.RetryBuffer
+	r.forceModel = false
+	r.askReason = ""
+	if len(e.AllowTools) == 0 {
+		// Tools a new plan names become allowed, as for the first plan.
+		for _, n := range np.Tools() {
+			r.allowed[n] = true
+		}
+	}
+	r.emitPlan("replan", map[string]any{"trigger": trigger, "transcript": r.transcript, "token_usage": usage})
+	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: "The plan was revised:\n" + strings.Join(np.Outline(), "\n")})
+}
+
+// fallback ends the run with an answer synthesized from what was observed:
+// one model call, or without a model a plain summary of the steps.
+func (r *run) fallback(reason Reason, msg string) {
+	answer := ""
+	if _, none := r.e.Backend.(llm.None); !none && r.ctx.Err() == nil && reason != ReasonTokenBudget {
+		msgs := append(append([]llm.Message(nil), r.conv...), llm.Message{Role: llm.RoleUser, Content: prompt.Render("fallback", prompt.Fallback{Query: r.query, Reason: "Stopping: " + msg + "."})})
+		resp, err := r.e.Backend.Complete(r.ctx, llm.Request{Kind: llm.KindFallback, Messages: msgs, Schema: schema.Fallback, Sampling: r.e.Sampling, MaxTokens: r.e.MaxTokens})
+		r.addUsage(resp.Usage)
+		if err == nil {
+			var fa struct {
+				Answer string `json:"answer"`
+			}
+			if json.Unmarshal([]byte(resp.Text), &fa) == nil && strings.TrimSpace(fa.Answer) != "" {
+				answer = fa.Answer
+			}
+		} else {
+			r.e.Log.Warn("fallback answer failed; using a plain summary", "err", err)
+		}
+	}
+	if answer == "" {
+		answer = r.summary()
+	}
+	r.e.Trace.Emit("fallback", map[string]any{"reason": reason, "message": msg, "answer": answer})
+	r.end(reason, answer, msg)
+}
+
+// summary is the model-free fallback answer.
+func (r *run) summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "No final answer for %q. ", r.query)
+	if len(r.records) == 0 {
+		b.WriteString("No tool ran.")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Steps run:\n")
+	for _, rec := range r.records {
+		status := "ok"
+		if rec.Error != nil {
+			status = "failed: " + firstLine(*rec.Error)
+		}
+		fmt.Fprintf(&b, "%d. %s %s: %s\n", rec.Step, rec.Tool, canonical(rec.Args), status)
+	}
+	last := r.records[len(r.records)-1]
+	if out := strings.TrimSpace(last.Output); out != "" {
+		fmt.Fprintf(&b, "Last output:\n%s", r.truncate(out))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// truncate cuts text to about MaxObservationTokens tokens (4 bytes a token),
+// keeping head and tail and saying how much was cut.
+func (r *run) truncate(s string) string {
+	limit := r.e.MaxObservationTokens * 4
+	if len(s) <= limit {
+		return s
+	}
+	head := limit * 3 / 4
+	tail := limit - head
+	for head > 0 && !utf8Start(s[head]) {
+		head--
+	}
+	ts := len(s) - tail
+	for ts < len(s) && !utf8Start(s[ts]) {
+		ts++
+	}
+	cut := ts - head
+	return fmt.Sprintf("%s\n[... %d bytes (~%d tokens) cut ...]\n%s", s[:head], cut, (cut+3)/4, s[ts:])
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+func (r *run) jqState() map[string]any {
+	return map[string]any{"query": r.query, "steps": r.records}
+}
+
+func (r *run) evalJQ(expr string) (json.RawMessage, error) {
+	code, err := compileJQ(expr)
+	if err != nil {
+		return nil, err
+	}
+	state, err := toJQ(r.jqState())
+	if err != nil {
+		return nil, err
+	}
+	iter := code.RunWithContext(r.ctx, state, state)
+	v, ok := iter.Next()
+	if !ok {
+		return nil, fmt.Errorf("$jq %q produced no value", expr)
+	}
+	if err, isErr := v.(error); isErr {
+		return nil, fmt.Errorf("$jq %q: %v", expr, err)
+	}
+	return json.Marshal(v)
+}
+
+func compileJQ(expr string) (*gojq.Code, error) {
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	return gojq.Compile(q, gojq.WithVariables([]string{"$state"}))
+}
+
+// toJQ converts a Go value to the plain JSON types gojq expects.
+func toJQ(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(b, &out)
+	return out, err
+}
+
+func argsJSON(m map[string]json.RawMessage) json.RawMessage {
+	if m == nil {
+		return json.RawMessage(`{}`)
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// canonical renders JSON with sorted keys and no insignificant space, so
+// equal arguments compare equal however they were written.
+func canonical(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// degenerateThought returns why a thought is not substantive, or "".
+func degenerateThought(thought, tool string, minLen int) string {
+	t := strings.TrimSpace(thought)
+	if t == "" {
+		return "thought is required"
+	}
+	if len([]rune(t)) < minLen {
+		return fmt.Sprintf("thought is shorter than %d characters", minLen)
+	}
+	norm := strings.Trim(strings.ToLower(strings.Join(strings.Fields(t), " ")), ".!:;, ")
+	switch norm {
+	case "i will use the tool", "use the tool", "i will use a tool", "i need to use a tool", "thinking",
+		"thought", "next step", "the next step", "continue", "let me think", "ok", "okay", "done", "n/a", "none",
+		"i will call the tool", "calling the tool", "action":
+		return fmt.Sprintf("degenerate thought %q", t)
+	}
+	if norm == strings.ToLower(tool) || norm == "use "+strings.ToLower(tool) || norm == "i will use "+strings.ToLower(tool) {
+		return fmt.Sprintf("degenerate thought %q", t)
+	}
+	if f := strings.Fields(norm); len(f) > 2 {
+		same := true
+		for _, w := range f[1:] {
+			if w != f[0] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return fmt.Sprintf("degenerate thought %q", t)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,114 @@
+// Package react is tact's plan-driven ReAct executor: it runs plan steps
+// whose arguments are fixed without a model, asks the model for an action
+// only when the plan cannot decide, and tracks skips, budget, replans,
+// duplicates and stalls.
+package react
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tactcli/tact/llm"
+)
+
+// Reason is why a run ended. Each has a stable exit code (README).
+type Reason string
+
+const (
+	ReasonSuccess       Reason = "success"
+	ReasonError         Reason = "error"
+	ReasonFailure       Reason = "failure"
+	ReasonMaxIterations Reason = "max_iterations"
+	ReasonStalled       Reason = "stalled"
+	ReasonTokenBudget   Reason = "token_budget"
+	ReasonTimeout       Reason = "timeout"
+	ReasonCustom        Reason = "custom"
+	ReasonCancelled     Reason = "cancelled"
+)
+
+// ExitCode is the process exit code for r.
+func (r Reason) ExitCode() int {
+	switch r {
+	case ReasonSuccess:
+		return 0
+	case ReasonFailure:
+		return 3
+	case ReasonMaxIterations:
+		return 4
+	case ReasonStalled:
+		return 5
+	case ReasonTokenBudget:
+		return 6
+	case ReasonTimeout:
+		return 7
+	case ReasonCustom:
+		return 8
+	case ReasonCancelled:
+		return 130
+	default:
+		return 1
+	}
+}
+
+// Skip reasons recorded when a planned step cannot run.
+const (
+	SkipToolNotPermitted = "tool_not_permitted"
+	SkipInvalidAction    = "invalid_action"
+	SkipDuplicateAction  = "duplicate_action"
+	SkipPlanToolMismatch = "plan_tool_mismatch"
+	SkipReplanRequested  = "replan_requested"
+)
+
+// Action is a tool call: from a plan row or from the model.
+type Action struct {
+	Thought string          `json:"thought,omitempty"`
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"`
+}
+
+// StepTrace is one attempt in the result's trace.
+type StepTrace struct {
+	Iteration   int       `json:"iteration"`
+	Thought     string    `json:"thought"`
+	Action      Action    `json:"action"`
+	Observation string    `json:"observation"`
+	Error       string    `json:"error,omitempty"`
+	ExitCode    int       `json:"exit_code"`
+	SkipReason  string    `json:"skip_reason,omitempty"`
+	Source      string    `json:"source"` // "plan" or "model"
+	PlanStep    int       `json:"plan_step,omitempty"`
+	Decision    string    `json:"decision,omitempty"`
+	Timestamp   time.Time `json:"timestamp"`
+	TokenUsage  llm.Usage `json:"token_usage"`
+}
+
+// State is the executor's bookkeeping, exposed for scripts and tests.
+type State struct {
+	MaxSteps            int    `json:"max_steps"`
+	Attempts            int    `json:"attempts"`
+	RetryCount          int    `json:"retry_count"`
+	Step                int    `json:"step"`
+	PlanIndex           int    `json:"plan_index"`
+	PendingPlanStep     int    `json:"pending_plan_step,omitempty"` // 1-based; 0 when the plan is used up
+	PlanSkipReason      string `json:"plan_skip_reason,omitempty"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	Replans             int    `json:"replans"`
+}
+
+// Result of a run.
+type Result struct {
+	Success           bool      `json:"success"`
+	FinalAnswer       string    `json:"final_answer"`
+	TerminationReason Reason    `json:"termination_reason"`
+	Message           string    `json:"message,omitempty"`
+	Iterations        int       `json:"iterations"`
+	TokenUsage        llm.Usage `json:"token_usage"`
+	ExecutionTimeMS   int64     `json:"execution_time_ms"`
+	State             State     `json:"state"`
+	Trace             struct {
+		Steps []StepTrace `json:"steps"`
+	} `json:"trace"`
+}
+
+// ExitCode of the run.
+func (r *Result) ExitCode() int { return r.TerminationReason.ExitCode() }

@@ -1,0 +1,61 @@
+package react
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// TraceWriter appends JSONL events, one Write per event, so a killed run
+// leaves a readable trace up to its last event (open the file with O_APPEND;
+// an *os.File is unbuffered, so each event reaches the kernel at once).
+type TraceWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	redact func(string) string
+	err    error
+}
+
+// NewTraceWriter writes to w, passing every line through redact (may be nil).
+func NewTraceWriter(w io.Writer, redact func(string) string) *TraceWriter {
+	return &TraceWriter{w: w, redact: redact}
+}
+
+// Emit writes one event. Errors are remembered (Err) and later events dropped.
+func (t *TraceWriter) Emit(event string, fields map[string]any) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return
+	}
+	m := make(map[string]any, len(fields)+2)
+	for k, v := range fields {
+		m[k] = v
+	}
+	m["event"] = event
+	m["time"] = time.Now().UTC().Format(time.RFC3339Nano)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.err = err
+		return
+	}
+	line := string(b)
+	if t.redact != nil {
+		line = t.redact(line)
+	}
+	_, t.err = io.WriteString(t.w, line+"\n")
+}
+
+// Err returns the first write error.
+func (t *TraceWriter) Err() error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}

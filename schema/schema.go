@@ -1,0 +1,167 @@
+// Package schema builds the JSON Schemas tact expects model replies and plan
+// arguments to satisfy, and validates JSON against them with a real JSON
+// Schema implementation (santhosh-tekuri/jsonschema: full draft 2020-12,
+// no cgo, good error locations).
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// Validator is a compiled schema.
+type Validator struct {
+	raw json.RawMessage
+	s   *jsonschema.Schema
+}
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[string]*Validator{}
+)
+
+// Compile compiles raw; identical schemas are compiled once per process.
+func Compile(raw json.RawMessage) (*Validator, error) {
+	key := string(raw)
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if v, ok := cache[key]; ok {
+		return v, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	const url = "mem:///schema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	v := &Validator{raw: raw, s: s}
+	cache[key] = v
+	return v, nil
+}
+
+// MustCompile is Compile for schemas built by tact itself.
+func MustCompile(raw json.RawMessage) *Validator {
+	v, err := Compile(raw)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Raw returns the schema text.
+func (v *Validator) Raw() json.RawMessage { return v.raw }
+
+// ValidateJSON parses data (exactly one JSON value) and validates it. The
+// error is one line, naming the failing location.
+func (v *Validator) ValidateJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var inst any
+	if err := dec.Decode(&inst); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("invalid JSON: trailing data after the first value")
+	}
+	if err := v.Validate(inst); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// Validate checks an already decoded value (from encoding/json with UseNumber, or plain).
+func (v *Validator) Validate(inst any) error {
+	err := v.s.Validate(normalize(inst))
+	if err == nil {
+		return nil
+	}
+	if ve, ok := err.(*jsonschema.ValidationError); ok {
+		return fmt.Errorf("%s", OneLine(ve))
+	}
+	return err
+}
+
+// normalize converts float64 numbers into json.Number-compatible values the
+// validator accepts (it wants json.Number or float64; both are fine) and
+// leaves everything else alone. It exists so callers may pass maps built in Go.
+func normalize(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = normalize(x)
+		}
+		return m
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = normalize(x)
+		}
+		return out
+	case int:
+		return json.Number(fmt.Sprint(t))
+	case json.RawMessage:
+		var x any
+		d := json.NewDecoder(bytes.NewReader(t))
+		d.UseNumber()
+		if d.Decode(&x) == nil {
+			return x
+		}
+		return t
+	default:
+		return v
+	}
+}
+
+// OneLine flattens a validation error tree into one line: the deepest causes,
+// each as "at /json/pointer: message", joined with "; ".
+func OneLine(ve *jsonschema.ValidationError) string {
+	var leaves []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			leaves = append(leaves, fmt.Sprintf("at %s: %s", loc, strings.ReplaceAll(e.ErrorKind.LocalizedString(printer), "\n", " ")))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(leaves)
+	leaves = dedupe(leaves)
+	const max = 4
+	if len(leaves) > max {
+		leaves = append(leaves[:max], fmt.Sprintf("and %d more", len(leaves)-max))
+	}
+	return strings.Join(leaves, "; ")
+}
+
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

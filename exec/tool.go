@@ -124,8 +124,8 @@ type Call struct {
 // Verdict is a Gate's answer for one call.
 type Verdict struct {
 	Allowed bool
-	// Decision is a short word for traces: "allow", "deny", "approved",
-	// "rejected", "dry_run".
+	// Decision is a short word for traces: "allow", "deny", "ask" (dry run
+	// only), "approved", "rejected", "approved_always".
 	Decision string
 	// Reason explains a denial; it becomes the model's observation
 	// ("denied by policy: ...").

@@ -112,6 +112,7 @@ func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *R
 	r.main()
 	r.res.ExecutionTimeMS = time.Since(r.start).Milliseconds()
 	r.res.Iterations = r.st.Attempts
+	r.syncPending()
 	if r.res.Trace.Steps == nil {
 		r.res.Trace.Steps = []StepTrace{}
 	}
@@ -394,7 +395,7 @@ func (r *run) iteration() {
 		if p != nil {
 			r.st.PlanSkipReason = SkipReplanRequested
 		}
-		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: "replan requested: " + reason, SkipReason: SkipReplanRequested, Source: "model", TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "replan requested: " + reason, SkipReason: SkipReplanRequested, Source: "model", TokenUsage: usage})
 		r.replanDue = true
 		return
 	}
@@ -539,7 +540,7 @@ func (r *run) invalid(inv *invalidAction, usage llm.Usage) {
 	r.st.Attempts++
 	r.st.RetryCount++
 	st := StepTrace{Observation: "invalid action: " + inv.reason, Error: inv.reason, Source: "model", TokenUsage: usage, SkipReason: SkipInvalidAction}
-	st.Action = Action{Tool: "", Args: json.RawMessage(`{}`)}
+	st.Action = ToolCall{Args: json.RawMessage(`{}`)}
 	if p := r.pending(); p != nil {
 		r.st.PlanSkipReason = SkipInvalidAction
 		st.PlanStep = r.st.PlanIndex + 1
@@ -554,12 +555,21 @@ func (r *run) invalid(inv *invalidAction, usage llm.Usage) {
 func (r *run) skip(p *planner.Step, reason string, act Action, source, why string) {
 	r.st.Attempts++
 	r.st.PlanSkipReason = reason
-	r.record(StepTrace{Thought: act.Thought, Action: act, Observation: why, SkipReason: reason, Source: source, PlanStep: r.st.PlanIndex + 1})
+	r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, SkipReason: reason, Source: source, PlanStep: r.st.PlanIndex + 1})
 	r.e.Trace.Emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": reason, "detail": why})
 	r.transcript = append(r.transcript, planner.TranscriptEntry{Step: r.st.PlanIndex + 1, Tool: act.Tool, Args: act.Args, Skip: reason, Error: why})
 }
 
+func (r *run) syncPending() {
+	if r.pending() != nil {
+		r.st.PendingPlanStep = r.st.PlanIndex + 1
+	} else {
+		r.st.PendingPlanStep = 0
+	}
+}
+
 func (r *run) record(st StepTrace) {
+	r.syncPending()
 	st.Iteration = len(r.res.Trace.Steps) + 1
 	st.Timestamp = time.Now().UTC()
 	st.Observation = r.e.Redact(st.Observation)
@@ -603,7 +613,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			r.st.PlanSkipReason = SkipDuplicateAction
 			r.e.Trace.Emit("skip", map[string]any{"plan_step": planStep, "tool": act.Tool, "skip_reason": SkipDuplicateAction})
 		}
-		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: obs, SkipReason: SkipDuplicateAction, Source: source, PlanStep: planStep, TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: obs, SkipReason: SkipDuplicateAction, Source: source, PlanStep: planStep, TokenUsage: usage})
 		r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obs, IsError: true})
 		r.forceModel = true
 		r.noteRepeat(key)
@@ -617,7 +627,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	if !ok || !r.allowed[act.Tool] {
 		// Only reachable with a backend that ignores the schema.
 		r.st.RetryCount++
-		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: "tool not permitted", Error: "tool not permitted", SkipReason: SkipToolNotPermitted, Source: source, TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "tool not permitted", Error: "tool not permitted", SkipReason: SkipToolNotPermitted, Source: source, TokenUsage: usage})
 		r.forceModel = true
 		return
 	}
@@ -627,7 +637,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			Answer string `json:"answer"`
 		}
 		_ = json.Unmarshal(act.Args, &fa)
-		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: fa.Answer, Source: source, PlanStep: planStep, TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: fa.Answer, Source: source, PlanStep: planStep, TokenUsage: usage})
 		r.st.Step++
 		if matchesPlan {
 			r.st.PlanIndex++
@@ -665,7 +675,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	}
 	if r.ctx.Err() != nil {
 		// A tool interrupted by cancellation is not a tool failure.
-		r.record(StepTrace{Thought: act.Thought, Action: act, Observation: "interrupted", Error: r.ctx.Err().Error(), ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "interrupted", Error: r.ctx.Err().Error(), ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage})
 		r.checkContext()
 		return
 	}
@@ -681,7 +691,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		}
 	}
 	stderr := r.e.Redact(r.truncate(result.Stderr))
-	st := StepTrace{Thought: act.Thought, Action: act, Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage}
+	st := StepTrace{Thought: act.Thought, Action: act.call(), Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage}
 	r.record(st)
 	r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obsText, IsError: failed, ExitCode: result.ExitCode, Stderr: stderr})
 
@@ -715,16 +725,13 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		} else if p != nil {
 			r.forceModel = true
 		}
-		if r.pending() != nil {
-			r.st.PendingPlanStep = r.st.PlanIndex + 1
-		} else {
-			r.st.PendingPlanStep = 0
-		}
 	}
 	if r.checkPhrasesAndStop(rec, obsText) {
 		return
 	}
 }
+
+func (a Action) call() ToolCall { return ToolCall{Tool: a.Tool, Args: a.Args} }
 
 func suffix(s string) string {
 	if s == "" {
@@ -809,7 +816,7 @@ func (r *run) replan() {
 		}
 		r.st.Attempts++
 		e.Trace.Emit("replan_failed", map[string]any{"error": err.Error()})
-		r.record(StepTrace{Action: Action{Tool: schema.Replan}, Observation: "replan failed: " + err.Error(), Error: err.Error(), Source: "model", SkipReason: SkipInvalidAction, TokenUsage: usage})
+		r.record(StepTrace{Action: ToolCall{Tool: schema.Replan}, Observation: "replan failed: " + err.Error(), Error: err.Error(), Source: "model", SkipReason: SkipInvalidAction, TokenUsage: usage})
 		r.forceModel = true
 		return
 	}

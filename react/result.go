@@ -66,11 +66,17 @@ type Action struct {
 	Args    json.RawMessage `json:"args"`
 }
 
+// ToolCall is the action part of a trace step.
+type ToolCall struct {
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+}
+
 // StepTrace is one attempt in the result's trace.
 type StepTrace struct {
 	Iteration   int       `json:"iteration"`
 	Thought     string    `json:"thought"`
-	Action      Action    `json:"action"`
+	Action      ToolCall  `json:"action"`
 	Observation string    `json:"observation"`
 	Error       string    `json:"error,omitempty"`
 	ExitCode    int       `json:"exit_code"`

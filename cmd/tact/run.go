@@ -124,7 +124,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 			return badInputf("--trace: %v", err)
 		}
 		defer f.Close()
-		trace = react.NewTraceWriter(f, redactor.Redact)
+		trace = react.NewTraceWriter(f, func(line string) string { return string(redactor.RedactJSON([]byte(line))) })
 	}
 
 	sampling := llm.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, Seed: s.Seed}
@@ -187,7 +187,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		return badInput(err)
 	}
 	gate := exec.NewGate(exec.GateOptions{Policy: policy, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
-		DryRun: s.DryRun, Prompter: prompter, Log: slog.Default()})
+		DryRun: s.DryRun, Prompter: prompter, Redactor: redactor, Log: slog.Default()})
 
 	prog := newProgress(o.IO, s.Quiet)
 	defer prog.done()

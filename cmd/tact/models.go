@@ -1,0 +1,255 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/models"
+)
+
+// newModelsCmd is `tact models`: list, show and pull GGUF models in the
+// models directory.
+func newModelsCmd(s *config.Settings) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "models",
+		Short: "List, inspect and download GGUF models",
+		Long: "Manage the GGUF models in the models directory ($TACT_MODELS_DIR, default\n" +
+			"$XDG_DATA_HOME/tact/models). --model NAME finds NAME or NAME.gguf there.",
+		Args: cobra.NoArgs,
+	}
+	cmd.PersistentFlags().StringVar(&s.ModelsDir, "models-dir", s.ModelsDir, "models `DIR` (default $XDG_DATA_HOME/tact/models)")
+	cmd.AddCommand(newModelsListCmd(s), newModelsShowCmd(s), newModelsPullCmd(s))
+	return cmd
+}
+
+func newModelsListCmd(s *config.Settings) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the models in the models directory",
+		Long:  "List the models in the models directory as a table, or with --json as one JSON object per line.\nFiles that cannot be read are listed too, with their error.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir := s.ModelsDirectory()
+			infos, err := models.List(dir)
+			if err != nil {
+				return err
+			}
+			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
+				for _, in := range infos {
+					if err := enc.Encode(in); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(infos) == 0 {
+				if !s.Quiet {
+					fmt.Fprintf(errOut, "no models in %s; add one with: tact models pull URL\n", dir)
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tARCH\tPARAMS\tQUANT\tCTX\tSIZE")
+			for _, in := range infos {
+				if in.Error != "" {
+					fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\n", in.Name, fmtFileSize(in.Size))
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, in.Architecture, fmtParamCount(in.ParameterCount),
+					dashIfEmpty(in.Quantization), dashIfEmpty(fmtCount(in.ContextLength)), fmtFileSize(in.Size))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, in := range infos {
+				if in.Error != "" {
+					fmt.Fprintf(errOut, "tact: warning: %s\n", in.Error)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per model and line")
+	return cmd
+}
+
+// modelDetails is `models show --json`: the model's metadata plus the chat
+// format tact will use for it.
+type modelDetails struct {
+	models.Info
+	ChatFormat        string `json:"chat_format"`
+	ChatFormatWarning string `json:"chat_format_warning,omitempty"`
+}
+
+func newModelsShowCmd(s *config.Settings) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [NAME|PATH]",
+		Short: "Show a model's metadata and chat format",
+		Long: "Show a model's metadata, the chat format tact will use for it and its chat template.\n" +
+			"Without NAME: --model/TACT_MODEL, else the only model in the models directory.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := s.Model
+			if len(args) == 1 {
+				name = args[0]
+			}
+			path, err := models.Resolve(name, s.ModelsDirectory())
+			if errors.Is(err, models.ErrNoModel) {
+				return badInputf("no model given and none in %s", s.ModelsDirectory())
+			}
+			if err != nil {
+				return badInput(err)
+			}
+			info, err := models.Inspect(path)
+			if err != nil {
+				return badInput(err)
+			}
+			f, warning := models.NewFormatter(info)
+			d := modelDetails{Info: *info, ChatFormat: f.Name(), ChatFormatWarning: warning}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
+				return enc.Encode(d)
+			}
+			return writeDetails(out, d)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func writeDetails(w io.Writer, d modelDetails) error {
+	format := d.ChatFormat
+	if d.ChatFormatWarning != "" {
+		format += " (" + d.ChatFormatWarning + ")"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	for _, row := range [][2]string{
+		{"name", d.Name},
+		{"path", d.Path},
+		{"size", fmt.Sprintf("%s (%d bytes)", fmtFileSize(d.Size), d.Size)},
+		{"architecture", d.Architecture},
+		{"parameters", fmt.Sprintf("%s (%d)", fmtParamCount(d.ParameterCount), d.ParameterCount)},
+		{"quantization", dashIfEmpty(d.Quantization)},
+		{"context length", dashIfEmpty(fmtCount(d.ContextLength))},
+		{"chat format", format},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if d.ChatTemplate == "" {
+		_, err := fmt.Fprintln(w, "chat template: (none)")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "chat template:\n%s\n", indentLines(strings.TrimRight(d.ChatTemplate, "\n"), "  "))
+	return err
+}
+
+func newModelsPullCmd(s *config.Settings) *cobra.Command {
+	var opts models.PullOptions
+	cmd := &cobra.Command{
+		Use:   "pull URL",
+		Short: "Download a GGUF model into the models directory",
+		Long: "Download a GGUF model over HTTP(S) into the models directory as NAME.gguf and print its path.\n" +
+			"The download goes to NAME.gguf.partial first: an interrupted pull resumes from it when run\n" +
+			"again (servers without range support restart it). With --sha256 the whole file is checked;\n" +
+			"a mismatch deletes the download. An installed model is only replaced with --force.",
+		Example: "  tact models pull https://example.com/SmolLM2-135M-Instruct-Q8_0.gguf --name smollm2 --sha256 HEX",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.URL = args[0]
+			opts.Dir = s.ModelsDirectory()
+			errOut := cmd.ErrOrStderr()
+			if f, ok := errOut.(*os.File); ok && !s.Quiet && term.IsTerminal(int(f.Fd())) {
+				opts.Progress = errOut
+			}
+			path, err := models.Pull(cmd.Context(), opts)
+			switch {
+			case err == nil:
+			case errors.Is(err, models.ErrInvalid), errors.Is(err, models.ErrExists),
+				errors.Is(err, models.ErrChecksum), errors.Is(err, models.ErrBadModel):
+				return badInput(err)
+			default:
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), path)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Name, "name", "", "model name (default: the URL's file name without .gguf)")
+	f.StringVar(&opts.SHA256, "sha256", "", "expected SHA-256 of the file, in hex")
+	f.BoolVar(&opts.Force, "force", false, "replace an installed model of the same name")
+	return cmd
+}
+
+// fmtParamCount formats a parameter count: 48, 12K, 248M, 1.2B.
+func fmtParamCount(n uint64) string {
+	switch {
+	case n < 1_000:
+		return strconv.FormatUint(n, 10)
+	case n < 1_000_000:
+		return fmtScaled(float64(n)/1e3, "K")
+	case n < 1_000_000_000:
+		return fmtScaled(float64(n)/1e6, "M")
+	default:
+		return fmtScaled(float64(n)/1e9, "B")
+	}
+}
+
+func fmtScaled(v float64, unit string) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64) + unit
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + unit
+}
+
+// fmtFileSize formats a file size in decimal units: 512B, 1.5KB, 260MB, 4.1GB.
+func fmtFileSize(n int64) string {
+	switch {
+	case n < 1_000:
+		return strconv.FormatInt(n, 10) + "B"
+	case n < 1_000_000:
+		return fmtScaled(float64(n)/1e3, "KB")
+	case n < 1_000_000_000:
+		return fmtScaled(float64(n)/1e6, "MB")
+	default:
+		return fmtScaled(float64(n)/1e9, "GB")
+	}
+}
+
+func fmtCount(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func indentLines(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}

@@ -1,0 +1,489 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// gateTestTool stands in for real tools: the gate only needs name and class.
+type gateTestTool struct {
+	name     string
+	class    Class
+	describe string // when set, the tool implements Describer via gateDescTool
+}
+
+func (t gateTestTool) Name() string            { return t.name }
+func (t gateTestTool) Description() string     { return "test tool" }
+func (t gateTestTool) Class() Class            { return t.class }
+func (t gateTestTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (t gateTestTool) Run(context.Context, *Env, json.RawMessage) Result {
+	return Result{Err: errors.New("gate tests never run tools")}
+}
+
+type gateDescTool struct{ gateTestTool }
+
+func (t gateDescTool) Describe(*Env, json.RawMessage) string { return t.describe }
+
+func gtCall(name string, class Class, args string) Call {
+	return Call{Tool: gateTestTool{name: name, class: class}, Args: json.RawMessage(args)}
+}
+
+// failPrompter fails the test when asked: the gate must not prompt.
+type failPrompter struct{ t *testing.T }
+
+func (p failPrompter) Ask(context.Context, string, []string) (string, error) {
+	p.t.Helper()
+	p.t.Errorf("unexpected prompt")
+	return "", io.EOF
+}
+
+// scriptPrompter answers from a list and records what it was asked.
+type scriptPrompter struct {
+	answers []string
+	asked   []string
+}
+
+func (p *scriptPrompter) Ask(_ context.Context, summary string, _ []string) (string, error) {
+	p.asked = append(p.asked, summary)
+	if len(p.answers) == 0 {
+		return "", io.EOF
+	}
+	a := p.answers[0]
+	p.answers = p.answers[1:]
+	return a, nil
+}
+
+var (
+	gtRead  = gtCall("read_file", ClassRead, `{"path":"a.txt"}`)
+	gtGit   = gtCall("run_command", ClassExec, `{"command":"git status -s"}`)
+	gtRm    = gtCall("run_command", ClassExec, `{"command":"rm -rf build"}`)
+	gtWrite = gtCall("write_file", ClassWrite, `{"path":"src/main.go","content":"package main"}`)
+)
+
+func TestGateDecisions(t *testing.T) {
+	pol := &Policy{
+		Allow: []Rule{{Tool: "run_command", Command: "git status"}},
+		Deny:  []Rule{{Tool: "run_command", Command: "rm"}},
+	}
+	env := &Env{Workspace: "/ws"}
+	tests := []struct {
+		name     string
+		opts     GateOptions
+		call     Call
+		allowed  bool
+		decision string
+		reason   string // substring
+	}{
+		{"read always allowed", GateOptions{ReadOnly: true}, gtRead, true, "allow", "read tool"},
+		{"read allowed in dry run", GateOptions{DryRun: true}, gtRead, true, "allow", ""},
+		{"read-only denies exec", GateOptions{ReadOnly: true, Yes: true, Policy: pol}, gtGit, false, "deny", "read-only mode"},
+		{"read-only denies write", GateOptions{ReadOnly: true}, gtWrite, false, "deny", "write_file is a write tool"},
+		{"deny rule beats yes", GateOptions{Yes: true, Policy: pol}, gtRm, false, "deny", `denied by policy: deny rule tool=run_command command="rm"`},
+		{"deny rule beats prompter", GateOptions{Policy: pol, Prompter: failPrompter{t}}, gtRm, false, "deny", "deny rule"},
+		{"allow rule", GateOptions{Policy: pol, Prompter: failPrompter{t}}, gtGit, true, "allow", `allowed by rule tool=run_command command="git status"`},
+		{"yes", GateOptions{Yes: true}, gtWrite, true, "allow", "--yes"},
+		{"unattended denies", GateOptions{Policy: pol}, gtWrite, false, "deny", ReasonUnattended},
+		{"dry run allow", GateOptions{DryRun: true, Policy: pol}, gtGit, false, "allow", "dry run: not run; would be allowed"},
+		{"dry run deny", GateOptions{DryRun: true, Policy: pol, Yes: true}, gtRm, false, "deny", "would be denied (denied by policy: deny rule"},
+		{"dry run ask", GateOptions{DryRun: true, Prompter: failPrompter{t}}, gtWrite, false, "ask", "would ask"},
+		{"dry run unattended", GateOptions{DryRun: true}, gtWrite, false, "deny", ReasonUnattended},
+		{"dry run yes", GateOptions{DryRun: true, Yes: true}, gtWrite, false, "allow", "--yes"},
+		{"nil tool", GateOptions{Yes: true}, Call{}, false, "deny", "unknown tool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewGate(tt.opts).Check(t.Context(), env, []Call{tt.call})
+			if len(v) != 1 {
+				t.Fatalf("got %d verdicts", len(v))
+			}
+			if v[0].Allowed != tt.allowed || v[0].Decision != tt.decision || !strings.Contains(v[0].Reason, tt.reason) {
+				t.Errorf("verdict = %+v, want allowed=%v decision=%s reason~%q", v[0], tt.allowed, tt.decision, tt.reason)
+			}
+		})
+	}
+}
+
+// Unattended: nothing is read from stdin (closed here) and nothing blocks.
+func TestGateUnattendedNeverReads(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	oldStdin := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = oldStdin; r.Close() }()
+
+	done := make(chan []Verdict, 1)
+	go func() {
+		done <- NewGate(GateOptions{}).Check(t.Context(), &Env{Workspace: "/ws"}, []Call{gtGit, gtWrite, gtRead})
+	}()
+	select {
+	case v := <-done:
+		for i, want := range []string{"deny", "deny", "allow"} {
+			if v[i].Decision != want {
+				t.Errorf("verdict %d = %+v, want %s", i, v[i], want)
+			}
+		}
+		if v[0].Reason != ReasonUnattended {
+			t.Errorf("reason = %q", v[0].Reason)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("unattended gate blocked")
+	}
+}
+
+func TestGateCollectsAllBeforeVerdicts(t *testing.T) {
+	p := &scriptPrompter{answers: []string{"yes", "no"}}
+	calls := []Call{gtGit, gtRead, gtWrite}
+	v := NewGate(GateOptions{Prompter: p}).Check(t.Context(), &Env{Workspace: "/ws"}, calls)
+	want := []string{"approved", "allow", "rejected"}
+	for i := range want {
+		if v[i].Decision != want[i] {
+			t.Errorf("verdict %d = %+v, want %s", i, v[i], want[i])
+		}
+	}
+	if v[2].Allowed || !strings.HasPrefix(v[2].Reason, "denied by user") {
+		t.Errorf("rejection = %+v", v[2])
+	}
+	// scriptPrompter has no Display: the overview leads the first question.
+	if len(p.asked) != 2 || !strings.Contains(p.asked[0], "src/main.go") || !strings.Contains(p.asked[0], "git status -s") {
+		t.Errorf("first question should show both actions: %q", p.asked)
+	}
+}
+
+func TestGateNoAnswerRejectsRest(t *testing.T) {
+	p := &scriptPrompter{} // EOF at once
+	v := NewGate(GateOptions{Prompter: p}).Check(t.Context(), &Env{Workspace: "/ws"}, []Call{gtGit, gtWrite})
+	for i := range v {
+		if v[i].Allowed || v[i].Decision != DecisionRejected {
+			t.Errorf("verdict %d = %+v, want rejected", i, v[i])
+		}
+	}
+	if len(p.asked) != 1 {
+		t.Errorf("asked %d times after EOF, want 1", len(p.asked))
+	}
+}
+
+// An "always" answer covers later matching calls of the same step and run.
+func TestGateAlwaysCoversRestOfRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tact", "policy.json")
+	p := &scriptPrompter{answers: []string{"always"}}
+	g := NewGate(GateOptions{Prompter: p, PolicyPath: path})
+	again := gtCall("run_command", ClassExec, `{"command":"git status --porcelain"}`)
+	v := g.Check(t.Context(), &Env{Workspace: "/ws"}, []Call{gtGit, again})
+	if v[0].Decision != DecisionApprovedAlways || !v[1].Allowed || v[1].Decision != DecisionAllow {
+		t.Fatalf("verdicts = %+v", v)
+	}
+	v = g.Check(t.Context(), &Env{Workspace: "/ws"}, []Call{gtGit})
+	if v[0].Decision != DecisionAllow || len(p.asked) != 1 {
+		t.Fatalf("second step: %+v, asked %d", v, len(p.asked))
+	}
+	pol, err := LoadPolicy(path)
+	if err != nil || len(pol.Allow) != 1 || pol.Allow[0].Command != "git status" || pol.Allow[0].Tool != "run_command" {
+		t.Fatalf("policy file = %+v, %v", pol, err)
+	}
+}
+
+func TestAlwaysRule(t *testing.T) {
+	env := &Env{Workspace: "/ws"}
+	tests := []struct {
+		call Call
+		want Rule
+	}{
+		{gtGit, Rule{Tool: "run_command", Command: "git status"}},
+		{gtRm, Rule{Tool: "run_command", Command: "rm"}},
+		{gtCall("run_command", ClassExec, `{"command":"ls"}`), Rule{Tool: "run_command", Command: "ls"}},
+		{gtCall("run_command", ClassExec, `{"command":"'my tool' sub x"}`), Rule{Tool: "run_command", Command: "'my tool' sub"}},
+		{gtCall("run_command", ClassExec, `{"command":"sh -c 'rm -rf /'"}`), Rule{Tool: "run_command", Command: "sh -c 'rm -rf /'"}},
+		{gtCall("run_command", ClassExec, `{"command":"/usr/bin/env FOO=1 make"}`), Rule{Tool: "run_command", Command: "/usr/bin/env FOO=1 make"}},
+		{gtWrite, Rule{Tool: "write_file", Path: "src/**"}},
+		{gtCall("edit_file", ClassWrite, `{"path":"/ws/a/b/c.txt"}`), Rule{Tool: "edit_file", Path: "a/b/**"}},
+		{gtCall("write_file", ClassWrite, `{"path":"notes.md"}`), Rule{Tool: "write_file", Path: "notes.md"}},
+		{gtCall("write_file", ClassWrite, `{"path":"we*rd/x"}`), Rule{Tool: "write_file", Path: `we\*rd/**`}},
+		{gtCall("write_file", ClassWrite, `{"path":"../x"}`), Rule{Tool: "write_file"}},
+		{gtCall("other", ClassExec, `{}`), Rule{Tool: "other"}},
+	}
+	for _, tt := range tests {
+		got := AlwaysRule(env, tt.call)
+		if got != tt.want {
+			t.Errorf("AlwaysRule(%s) = %+v, want %+v", tt.call.Args, got, tt.want)
+		}
+		if err := got.validate(); err != nil {
+			t.Errorf("AlwaysRule(%s) is invalid: %v", tt.call.Args, err)
+		}
+		// The rule covers the call it was made from.
+		if a, _ := (&Policy{Allow: []Rule{got}}).Match(env, tt.call); a == nil {
+			t.Errorf("rule %v does not cover %s", got, tt.call.Args)
+		}
+	}
+}
+
+func TestDescribeCall(t *testing.T) {
+	env := &Env{Workspace: "/ws"}
+	long := strings.Repeat("x", 5000)
+	args, _ := json.Marshal(map[string]string{"path": "src/a.go", "content": long})
+	s := DescribeCall(env, Call{Tool: gateTestTool{name: "write_file", class: ClassWrite}, Args: args})
+	for _, want := range []string{"write_file (write)", "path: src/a.go", "(5000 bytes)", `"path": "src/a.go"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("description lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, long) {
+		t.Errorf("long content not shortened")
+	}
+	s = DescribeCall(env, gtCall("run_command", ClassExec, `{"command":"go test ./...","working_dir":"sub"}`))
+	for _, want := range []string{`argv: ["go","test","./..."]`, "working directory: /ws/sub"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("description lacks %q:\n%s", want, s)
+		}
+	}
+	s = DescribeCall(env, Call{Tool: gateDescTool{gateTestTool{name: "run_command", class: ClassExec, describe: "$ make test\n(in /ws)"}}, Args: json.RawMessage(`{"command":"make test"}`)})
+	if !strings.Contains(s, "  $ make test\n  (in /ws)") || strings.Contains(s, "argv:") {
+		t.Errorf("Describer output not used:\n%s", s)
+	}
+}
+
+func TestGateRedactsPrompt(t *testing.T) {
+	red, err := NewRedactor([]string{"API_TOKEN=sekrit-value"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &scriptPrompter{answers: []string{"no"}}
+	call := gtCall("run_command", ClassExec, `{"command":"curl -H 'Authorization: sekrit-value' x"}`)
+	NewGate(GateOptions{Prompter: p, Redactor: red}).Check(t.Context(), &Env{Workspace: "/ws"}, []Call{call})
+	if len(p.asked) != 1 || strings.Contains(p.asked[0], "sekrit-value") || !strings.Contains(p.asked[0], Redacted) {
+		t.Errorf("prompt not redacted: %q", p.asked)
+	}
+}
+
+// ptyTerm drives the master side of a pseudo-terminal.
+type ptyTerm struct {
+	t      *testing.T
+	master *os.File
+	mu     sync.Mutex
+	out    bytes.Buffer
+}
+
+func newPtyTerm(t *testing.T, master *os.File) *ptyTerm {
+	pt := &ptyTerm{t: t, master: master}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			pt.mu.Lock()
+			pt.out.Write(buf[:n])
+			pt.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return pt
+}
+
+func (pt *ptyTerm) output() string {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return pt.out.String()
+}
+
+// waitFor waits until the terminal has shown want n times in total.
+func (pt *ptyTerm) waitFor(want string, n int) string {
+	pt.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := pt.output(); strings.Count(s, want) >= n {
+			return s
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	pt.t.Fatalf("terminal never showed %q (x%d); got:\n%s", want, n, pt.output())
+	return ""
+}
+
+func (pt *ptyTerm) typeLine(s string) {
+	pt.t.Helper()
+	if _, err := pt.master.Write([]byte(s + "\n")); err != nil {
+		pt.t.Fatal(err)
+	}
+}
+
+func openPty(t *testing.T) (*ptyTerm, *os.File) {
+	t.Helper()
+	master, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { tty.Close(); master.Close() })
+	return newPtyTerm(t, master), tty
+}
+
+// The interactive flow through a real pseudo-terminal: y, n, invalid then y,
+// and a two-call step that is shown whole before the first question.
+func TestGatePromptPty(t *testing.T) {
+	env := &Env{Workspace: "/ws"}
+	tests := []struct {
+		name    string
+		calls   []Call
+		typed   []string // typed after each "Run this?"/re-ask
+		waitFor []string // what to wait for before each typed line
+		want    []string
+	}{
+		{"yes", []Call{gtGit}, []string{"y"}, []string{"Run this?"}, []string{"approved"}},
+		{"no", []Call{gtGit}, []string{"n"}, []string{"Run this?"}, []string{"rejected"}},
+		{"word answer", []Call{gtWrite}, []string{"YES"}, []string{"Run this?"}, []string{"approved"}},
+		{"invalid re-asks", []Call{gtGit}, []string{"maybe", "", "y"}, []string{"Run this?", "Please answer y, a or n: ", "Please answer y, a or n: "}, []string{"approved"}},
+		{"two calls", []Call{gtGit, gtWrite}, []string{"y", "n"}, []string{"Run this?", "Run this?"}, []string{"approved", "rejected"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			term, tty := openPty(t)
+			prompter := NewPrompter(tty, tty)
+			done := make(chan []Verdict, 1)
+			go func() {
+				done <- NewGate(GateOptions{Prompter: prompter}).Check(t.Context(), env, tt.calls)
+			}()
+			counts := map[string]int{}
+			for i, line := range tt.typed {
+				counts[tt.waitFor[i]]++
+				term.waitFor(tt.waitFor[i], counts[tt.waitFor[i]])
+				select {
+				case v := <-done:
+					t.Fatalf("verdicts %+v returned before all questions were answered", v)
+				default:
+				}
+				term.typeLine(line)
+			}
+			var v []Verdict
+			select {
+			case v = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("gate did not return; terminal:\n%s", term.output())
+			}
+			for i, want := range tt.want {
+				if v[i].Decision != want {
+					t.Errorf("verdict %d = %+v, want %s", i, v[i], want)
+				}
+			}
+			out := term.output()
+			if !strings.Contains(out, "[a]lways (don't ask again for tool=run_command command=\"git status\")") && tt.calls[0].Tool.Name() == "run_command" {
+				t.Errorf("prompt lacks the always option:\n%s", out)
+			}
+			if len(tt.calls) > 1 {
+				first := strings.Index(out, "Run this?")
+				for _, want := range []string{"git status -s", "src/main.go", "This step has 2 actions"} {
+					if i := strings.Index(out, want); i < 0 || i > first {
+						t.Errorf("%q not shown before the first question:\n%s", want, out)
+					}
+				}
+			}
+		})
+	}
+}
+
+// "a" writes a rule; a new Gate loaded from that file allows the same call
+// without prompting, even unattended.
+func TestGatePromptPtyAlways(t *testing.T) {
+	env := &Env{Workspace: "/ws"}
+	path := filepath.Join(t.TempDir(), "tact", "policy.json")
+	term, tty := openPty(t)
+	done := make(chan []Verdict, 1)
+	go func() {
+		done <- NewGate(GateOptions{Prompter: NewPrompter(tty, tty), PolicyPath: path}).Check(t.Context(), env, []Call{gtGit})
+	}()
+	term.waitFor("Run this?", 1)
+	term.typeLine("a")
+	v := <-done
+	if !v[0].Allowed || v[0].Decision != DecisionApprovedAlways {
+		t.Fatalf("verdict = %+v", v[0])
+	}
+	pol, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []GateOptions{{Policy: pol, Prompter: failPrompter{t}}, {Policy: pol}} {
+		v := NewGate(opts).Check(t.Context(), env, []Call{gtCall("run_command", ClassExec, `{"command":"git status"}`)})
+		if !v[0].Allowed || v[0].Decision != DecisionAllow {
+			t.Errorf("next run: verdict = %+v, want allow by the saved rule", v[0])
+		}
+	}
+	// The rule is no wider than asked: other git subcommands still need approval.
+	v = NewGate(GateOptions{Policy: pol}).Check(t.Context(), env, []Call{gtCall("run_command", ClassExec, `{"command":"git push"}`)})
+	if v[0].Allowed {
+		t.Errorf("git push allowed by the git status rule")
+	}
+}
+
+// Cancelling the run while the prompt waits unblocks it promptly.
+func TestGatePromptCancel(t *testing.T) {
+	_, tty := openPty(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan []Verdict, 1)
+	go func() {
+		done <- NewGate(GateOptions{Prompter: NewPrompter(tty, tty)}).Check(ctx, &Env{Workspace: "/ws"}, []Call{gtGit, gtWrite})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case v := <-done:
+		for i := range v {
+			if v[i].Allowed || v[i].Decision != DecisionRejected {
+				t.Errorf("verdict %d = %+v, want rejected", i, v[i])
+			}
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("cancel did not unblock the prompt")
+	}
+}
+
+// A two-action step on a terminal: both actions are shown, then each asked.
+func ExampleNewGate() {
+	var term bytes.Buffer // stands in for /dev/tty
+	gate := NewGate(GateOptions{Prompter: NewPrompter(strings.NewReader("y\nn\n"), &term)})
+	verdicts := gate.Check(context.Background(), &Env{Workspace: "/ws"}, []Call{
+		gtCall("run_command", ClassExec, `{"command":"git status -s"}`),
+		gtCall("write_file", ClassWrite, `{"path":"src/main.go","content":"package main\n"}`),
+	})
+	for _, line := range strings.Split(term.String(), "\n") {
+		fmt.Println(strings.TrimRight(line, " "))
+	}
+	for _, v := range verdicts {
+		fmt.Println(v.Decision, "-", v.Reason)
+	}
+	// Output:
+	// This step has 2 actions that need your approval:
+	//
+	// [1/2] run_command (exec)
+	//   argv: ["git","status","-s"]
+	//   working directory: /ws
+	//   arguments: {
+	//     "command": "git status -s"
+	//   }
+	//
+	// [2/2] write_file (write)
+	//   path: src/main.go
+	//   arguments: {
+	//     "path": "src/main.go",
+	//     "content": "package main\n"
+	//   }
+	//
+	// [1/2] run_command: git status -s
+	// Run this? [y]es / [a]lways (don't ask again for tool=run_command command="git status") / [n]o:
+	// [2/2] write_file: src/main.go
+	// Run this? [y]es / [a]lways (don't ask again for tool=write_file path="src/**") / [n]o:
+	// approved - approved at the prompt
+	// rejected - denied by user: rejected at the approval prompt
+}

@@ -1,0 +1,547 @@
+package exec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"github.com/kballard/go-shellquote"
+)
+
+// Rule matches calls by tool, command prefix and path glob; every field that
+// is set must match (they are ANDed).
+type Rule struct {
+	// Tool is a tool name or "*"; empty means any tool.
+	Tool string `json:"tool,omitempty"`
+	// Command matches run_command calls whose argv starts with these whole
+	// words: "git status" matches "git status -s", not "git statusx".
+	Command string `json:"command,omitempty"`
+	// Path is a glob on the workspace-relative path of write_file/edit_file
+	// calls; "**" matches any number of directories.
+	Path    string `json:"path,omitempty"`
+	Comment string `json:"comment,omitempty"`
+}
+
+// String renders the rule for prompts, reasons and traces.
+func (r Rule) String() string {
+	var parts []string
+	if r.Tool != "" {
+		parts = append(parts, "tool="+r.Tool)
+	}
+	if r.Command != "" {
+		parts = append(parts, "command="+strconvQuote(r.Command))
+	}
+	if r.Path != "" {
+		parts = append(parts, "path="+strconvQuote(r.Path))
+	}
+	if len(parts) == 0 {
+		return "(empty rule)"
+	}
+	return strings.Join(parts, " ")
+}
+
+// Policy is the parsed policy file. A matching deny rule wins over any
+// allow rule.
+type Policy struct {
+	Allow []Rule `json:"allow"`
+	Deny  []Rule `json:"deny"`
+}
+
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// validate reports why a rule cannot be used, or nil.
+func (r Rule) validate() error {
+	if r.Tool == "" && r.Command == "" && r.Path == "" {
+		return errors.New("empty rule: set tool, command or path")
+	}
+	if r.Tool != "" && r.Tool != "*" && !toolNameRE.MatchString(r.Tool) {
+		return fmt.Errorf("tool %q: not a tool name or \"*\"", r.Tool)
+	}
+	if r.Command != "" && r.Path != "" {
+		// No tool takes both, so such a rule would silently never match.
+		return errors.New("command and path cannot both be set (command is for run_command, path for write_file/edit_file)")
+	}
+	if r.Command != "" {
+		words, err := shellquote.Split(r.Command)
+		if err != nil {
+			return fmt.Errorf("command %q: %v", r.Command, err)
+		}
+		if len(words) == 0 {
+			return fmt.Errorf("command %q: no words", r.Command)
+		}
+	}
+	if r.Path != "" {
+		if err := checkGlob(r.Path); err != nil {
+			return fmt.Errorf("path %q: %v", r.Path, err)
+		}
+	}
+	return nil
+}
+
+// checkGlob accepts workspace-relative slash-separated globs; a leading "./"
+// is tolerated because people write it.
+func checkGlob(pattern string) error {
+	p := strings.TrimPrefix(pattern, "./")
+	if p == "" {
+		return errors.New("empty glob")
+	}
+	if strings.HasPrefix(p, "/") {
+		return errors.New("glob must be relative to the workspace")
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "":
+			return errors.New("empty path segment (doubled or trailing \"/\")")
+		case ".", "..":
+			return fmt.Errorf("%q segments are not allowed", seg)
+		case "**":
+			continue
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return errors.New("bad glob syntax")
+		}
+	}
+	return nil
+}
+
+// matchGlob matches a slash-separated relative path against a glob where a
+// "**" segment matches zero or more segments. Dynamic programming keeps it
+// linear in pattern×path length whatever the pattern (it is fuzzed).
+func matchGlob(pattern, name string) bool {
+	p := strings.Split(strings.TrimPrefix(pattern, "./"), "/")
+	n := strings.Split(name, "/")
+	// next[j] holds whether p[i+1:] matches n[j:]; cur is for p[i:].
+	next := make([]bool, len(n)+1)
+	cur := make([]bool, len(n)+1)
+	next[len(n)] = true
+	for i := len(p) - 1; i >= 0; i-- {
+		for j := len(n); j >= 0; j-- {
+			switch {
+			case p[i] == "**":
+				cur[j] = next[j] || (j < len(n) && cur[j+1])
+			case j == len(n):
+				cur[j] = false
+			default:
+				ok, err := path.Match(p[i], n[j])
+				cur[j] = err == nil && ok && next[j+1]
+			}
+		}
+		next, cur = cur, next
+	}
+	return next[0]
+}
+
+// callFacts are what rules look at in a call's arguments.
+type callFacts struct {
+	tool    string
+	argv    []string // run_command's split command; nil when absent or unparsable
+	hasCmd  bool
+	workdir string
+	path    string // cleaned, slash-separated, workspace-relative
+	hasPath bool
+	inside  bool // path stays inside the workspace (lexically)
+	// real is path with symlinks resolved (as far as it exists), so a link
+	// cannot carry a write from an allowed directory into a denied one.
+	real       string
+	realInside bool
+}
+
+func factsOf(env *Env, c Call) callFacts {
+	var f callFacts
+	if c.Tool != nil {
+		f.tool = c.Tool.Name()
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(c.Args, &args) != nil {
+		return f
+	}
+	if raw, ok := args["command"]; ok {
+		f.hasCmd = true
+		var s string
+		var list []string
+		switch {
+		case json.Unmarshal(raw, &s) == nil:
+			if words, err := shellquote.Split(s); err == nil {
+				f.argv = words
+			}
+		case json.Unmarshal(raw, &list) == nil:
+			f.argv = list
+		}
+	}
+	if raw, ok := args["working_dir"]; ok {
+		_ = json.Unmarshal(raw, &f.workdir)
+	}
+	if raw, ok := args["path"]; ok {
+		var p string
+		if json.Unmarshal(raw, &p) == nil && p != "" {
+			f.hasPath = true
+			f.path, f.inside = workspaceRel(env, p)
+			f.real, f.realInside = f.path, f.inside
+			if f.inside {
+				f.real, f.realInside = resolvedRel(env, f.path)
+			}
+		}
+	}
+	return f
+}
+
+// workspaceRel makes p workspace-relative and slash-separated; inside is
+// false when it lexically leaves the workspace (the tool refuses those, and
+// no allow rule may approve them).
+func workspaceRel(env *Env, p string) (rel string, inside bool) {
+	if filepath.IsAbs(p) {
+		if env == nil || env.Workspace == "" {
+			return filepath.ToSlash(filepath.Clean(p)), false
+		}
+		r, err := filepath.Rel(env.Workspace, p)
+		if err != nil {
+			return filepath.ToSlash(filepath.Clean(p)), false
+		}
+		p = r
+	}
+	rel = filepath.ToSlash(filepath.Clean(p))
+	inside = rel != ".." && !strings.HasPrefix(rel, "../") && !strings.HasPrefix(rel, "/")
+	return rel, inside
+}
+
+// resolvedRel resolves symlinks along the workspace-relative rel, as far as
+// the path exists, and makes it workspace-relative again.
+func resolvedRel(env *Env, rel string) (string, bool) {
+	if env == nil || env.Workspace == "" {
+		return rel, true
+	}
+	ws := env.Workspace
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = r
+	}
+	cur, rest := filepath.Join(ws, filepath.FromSlash(rel)), ""
+	for {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			r, err := filepath.Rel(ws, filepath.Join(real, rest))
+			if err != nil {
+				return rel, false
+			}
+			r = filepath.ToSlash(r)
+			return r, r != ".." && !strings.HasPrefix(r, "../")
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return rel, true
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// matches reports whether r covers the call. forAllow makes paths that leave
+// the workspace unmatchable, so an allow rule can never approve them.
+func (r Rule) matches(f callFacts, forAllow bool) bool {
+	if r.Tool == "" && r.Command == "" && r.Path == "" {
+		return false // an empty rule (only possible from code) matches nothing
+	}
+	if r.Tool != "" && r.Tool != "*" && r.Tool != f.tool {
+		return false
+	}
+	if r.Command != "" {
+		words, err := shellquote.Split(r.Command)
+		if err != nil || len(words) == 0 || len(f.argv) < len(words) {
+			return false
+		}
+		for i, w := range words {
+			if f.argv[i] != w {
+				return false
+			}
+		}
+	}
+	if r.Path != "" {
+		if !f.hasPath || checkGlob(r.Path) != nil {
+			return false
+		}
+		lexical, real := matchGlob(r.Path, f.path), matchGlob(r.Path, f.real)
+		if forAllow {
+			// Allow only what is inside the workspace both as written and
+			// as resolved, and matched both ways.
+			if !f.inside || !f.realInside || !lexical || !real {
+				return false
+			}
+		} else if !lexical && !real {
+			return false
+		}
+	}
+	return true
+}
+
+// Match returns the first allow rule and the first deny rule that cover the
+// call (either may be nil). Callers let deny win.
+func (p *Policy) Match(env *Env, c Call) (allow, deny *Rule) {
+	if p == nil {
+		return nil, nil
+	}
+	f := factsOf(env, c)
+	for i := range p.Deny {
+		if p.Deny[i].matches(f, false) {
+			deny = &p.Deny[i]
+			break
+		}
+	}
+	for i := range p.Allow {
+		if p.Allow[i].matches(f, true) {
+			allow = &p.Allow[i]
+			break
+		}
+	}
+	return allow, deny
+}
+
+// policyFile keeps rules raw so each can be decoded strictly and errors can
+// name the rule.
+type policyFile struct {
+	Allow []json.RawMessage `json:"allow"`
+	Deny  []json.RawMessage `json:"deny"`
+}
+
+// ParsePolicy parses a policy file strictly: unknown fields, bad globs and
+// empty rules are errors of the form "name: reason" (JSON syntax and type
+// errors as "name:line:col: reason").
+func ParsePolicy(data []byte, name string) (*Policy, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return &Policy{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var pf policyFile
+	if err := dec.Decode(&pf); err != nil {
+		return nil, jsonError(name, data, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		line, col := lineCol(data, dec.InputOffset())
+		return nil, fmt.Errorf("%s:%d:%d: unexpected data after the policy object", name, line, col)
+	}
+	p := &Policy{}
+	var err error
+	if p.Allow, err = parseRules(name, "allow", pf.Allow); err != nil {
+		return nil, err
+	}
+	if p.Deny, err = parseRules(name, "deny", pf.Deny); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func parseRules(name, list string, raws []json.RawMessage) ([]Rule, error) {
+	var out []Rule
+	for i, raw := range raws {
+		where := fmt.Sprintf("%s[%d]", list, i)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		var r Rule
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("%s: %s: %s", name, where, jsonReason(err))
+		}
+		if err := r.validate(); err != nil {
+			return nil, fmt.Errorf("%s: %s: %v", name, where, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// jsonError turns encoding/json errors into "name:line:col: reason".
+func jsonError(name string, data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := lineCol(data, syn.Offset)
+		return fmt.Errorf("%s:%d:%d: %s", name, line, col, syn.Error())
+	case errors.As(err, &typ):
+		line, col := lineCol(data, typ.Offset)
+		return fmt.Errorf("%s:%d:%d: %s", name, line, col, jsonReason(err))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		line, col := lineCol(data, int64(len(data)))
+		return fmt.Errorf("%s:%d:%d: unexpected end of JSON", name, line, col)
+	}
+	return fmt.Errorf("%s: %s", name, jsonReason(err))
+}
+
+// jsonReason words a decode error without Go type names.
+func jsonReason(err error) string {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		field := typ.Field
+		if field == "" {
+			field = "value"
+		}
+		return fmt.Sprintf("%s: expected %s, got %s", field, jsonKind(typ.Type), typ.Value)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of JSON"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "value"
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.String:
+		return "string"
+	}
+	return t.Kind().String()
+}
+
+// lineCol converts a byte offset into 1-based line and column.
+func lineCol(data []byte, off int64) (line, col int) {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line = bytes.Count(before, []byte{'\n'}) + 1
+	col = int(off) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// LoadPolicy reads a policy file; a missing file is an empty policy.
+func LoadPolicy(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Policy{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return ParsePolicy(data, path)
+}
+
+// marshal writes the policy with both lists present, so the file is easy
+// to edit by hand.
+func (p *Policy) marshal() ([]byte, error) {
+	out := Policy{Allow: p.Allow, Deny: p.Deny}
+	if out.Allow == nil {
+		out.Allow = []Rule{}
+	}
+	if out.Deny == nil {
+		out.Deny = []Rule{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// AppendRule adds r to the allow list of the policy file at path, creating
+// the file and its directories. Concurrent runs serialize on a lock file
+// (flock) beside it and the file is replaced by an atomic rename, so neither
+// a crash nor a second run loses rules. An identical rule is not added twice.
+func AppendRule(path string, r Rule) error {
+	if path == "" {
+		return errors.New("policy: no policy file path")
+	}
+	if err := r.validate(); err != nil {
+		return fmt.Errorf("policy %s: rule %s: %v", path, r, err)
+	}
+	// Write through a symlink (dotfile managers) rather than replacing it.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("policy %s: lock: %w", path, err)
+	}
+	defer lock.Close()
+	if err := flockRetry(lock); err != nil {
+		return fmt.Errorf("policy %s: lock: %w", path, err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
+
+	mode := fs.FileMode(0o644)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		data = nil
+	case err != nil:
+		return fmt.Errorf("policy %s: %w", path, err)
+	default:
+		if st, err := os.Stat(path); err == nil {
+			mode = st.Mode().Perm()
+		}
+	}
+	// Refuse to rewrite a file we cannot parse: it would lose the user's rules.
+	p, err := ParsePolicy(data, path)
+	if err != nil {
+		return err
+	}
+	for _, have := range p.Allow {
+		if have.Tool == r.Tool && have.Command == r.Command && have.Path == r.Path {
+			return nil
+		}
+	}
+	p.Allow = append(p.Allow, r)
+	out, err := p.marshal()
+	if err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	return nil
+}
+
+// flockRetry takes an exclusive lock, retrying when a signal interrupts it.
+func flockRetry(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// strconvQuote quotes like %q; kept as a helper so Rule.String stays terse.
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/itchyny/gojq"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"tact": func() { os.Exit(tactMain()) },
+	})
+}
+
+// TestScripts runs the CLI contract scripts in testdata/script: each is a
+// txtar archive of files plus the commands a user would type, with the
+// expected stdout, stderr and exit codes.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			// A clean, unattended environment: no terminal prompts, no user
+			// policy or models, and no TACT_* settings leaking in from the
+			// developer's shell.
+			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
+			env.Setenv("XDG_DATA_HOME", env.WorkDir+"/.local/share")
+			env.Setenv("HOME", env.WorkDir)
+			env.Setenv("TACT_NO_INPUT", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"jq": cmdJQ,
+		},
+	})
+}
+
+// cmdJQ is a small jq for scripts, so assertions can name one JSON field
+// instead of matching a long line:
+//
+//	jq [-r] [-s] FILTER [FILE]
+//
+// It runs FILTER over every JSON value in FILE (default: the previous
+// command's stdout; -s slurps them into one array, for JSONL files) and
+// prints each result as compact JSON on its own line (-r: strings raw), so
+// the next `stdout` or `cmp stdout` checks it. A filter error fails the
+// script.
+func cmdJQ(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! jq")
+	}
+	raw, slurp := false, false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		switch args[0] {
+		case "-r":
+			raw = true
+		case "-s":
+			slurp = true
+		default:
+			ts.Fatalf("jq: unknown flag %s", args[0])
+		}
+		args = args[1:]
+	}
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: jq [-r] [-s] FILTER [FILE]")
+	}
+	file := "stdout"
+	if len(args) == 2 {
+		file = args[1]
+	}
+	// Read the input before Stdout() replaces the previous command's output.
+	text := ts.ReadFile(file)
+	q, err := gojq.Parse(args[0])
+	ts.Check(err)
+	code, err := gojq.Compile(q)
+	ts.Check(err)
+	var inputs []any
+	dec := json.NewDecoder(strings.NewReader(text))
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			ts.Fatalf("jq: %s is not JSON: %v", file, err)
+		}
+		inputs = append(inputs, v)
+	}
+	if slurp {
+		if inputs == nil {
+			inputs = []any{}
+		}
+		inputs = []any{inputs}
+	}
+	out := ts.Stdout()
+	for _, in := range inputs {
+		iter := code.Run(in)
+		for {
+			v, ok := iter.Next()
+			if !ok {
+				break
+			}
+			if err, isErr := v.(error); isErr {
+				ts.Fatalf("jq %s: %v", args[0], err)
+			}
+			if s, isStr := v.(string); isStr && raw {
+				fmt.Fprintln(out, s)
+				continue
+			}
+			b, err := gojq.Marshal(v)
+			ts.Check(err)
+			fmt.Fprintln(out, string(b))
+		}
+	}
+}

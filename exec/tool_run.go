@@ -176,6 +176,8 @@ func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, chil
 		return Result{ExitCode: code, Err: fmt.Errorf("run_command: start %s: %w", cl.argv[0], unwrapPathError(err))}
 	}
 	pgid := proc.Pid // Setpgid with Pgid 0 makes the child its group's leader
+	trackGroup(pgid)
+	defer untrackGroup(pgid)
 
 	limit := env.outputCap()
 	stdout, stderr := newCapBuffer(limit), newCapBuffer(limit)

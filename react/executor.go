@@ -658,7 +658,11 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		decision = v.Decision
 		switch {
 		case e.DryRun:
-			result = exec.Result{Output: fmt.Sprintf("[dry-run] %s not run; decision: %s%s", act.Tool, v.Decision, suffix(v.Reason))}
+			why := v.Reason
+			if why == "" {
+				why = "decision: " + v.Decision
+			}
+			result = exec.Result{Output: fmt.Sprintf("[%s] %s", act.Tool, why)}
 			decision = "dry_run:" + v.Decision
 		case !v.Allowed:
 			reason := v.Reason
@@ -732,13 +736,6 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 }
 
 func (a Action) call() ToolCall { return ToolCall{Tool: a.Tool, Args: a.Args} }
-
-func suffix(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " (" + s + ")"
-}
 
 // appendExchange keeps the model's view append-only: a planned action is
 // written as if the model had chosen it, then its observation follows.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tactcli/tact/exec"
 	"golang.org/x/term"
 )
 
@@ -57,6 +58,7 @@ func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 					continue
 				}
 				if s == syscall.SIGINT {
+					exec.KillRunning()
 					os.Exit(130)
 				}
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/schema"
+	"golang.org/x/term"
 )
 
 type runMode int
@@ -134,7 +135,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		plannerTools = reg.Names()
 	}
 	pl := &planner.Planner{Backend: backend, Registry: reg, Tools: plannerTools, Thought: thought,
-		Sampling: sampling, MaxTokens: planMaxTokens(s), Info: info}
+		Sampling: sampling, MaxTokens: planMaxTokens(s), MaxSteps: maxPlanSteps, Info: info}
 
 	if o.Mode != modeExec && !s.NoPlan {
 		if noModel {
@@ -211,6 +212,9 @@ func runCommand(ctx context.Context, o *runOptions) error {
 	if err := trace.Err(); err != nil {
 		slog.Error("trace file", "err", err)
 	}
+	if s.DryRun && !s.Quiet {
+		printDryRun(o.IO.ErrOut, res)
+	}
 	if err := printResult(o.IO.Out, s.JSON, res); err != nil {
 		return err
 	}
@@ -227,6 +231,10 @@ func isInvalidPlan(err error) bool {
 	var inv *planner.InvalidReplyError
 	return errors.As(err, &inv)
 }
+
+// maxPlanSteps bounds plans in the planner's schema (and so its grammar): a
+// small local model is better at short plans, and replans can extend them.
+const maxPlanSteps = 12
 
 // planMaxTokens gives the planner room for several steps.
 func planMaxTokens(s *config.Settings) int {
@@ -260,6 +268,23 @@ func printResult(w io.Writer, asJSON bool, res *react.Result) error {
 	return err
 }
 
+// printDryRun shows each action of a --dry-run with the decision it got:
+// read tools ran, write/exec tools show what the policy would decide.
+func printDryRun(w io.Writer, res *react.Result) {
+	for _, st := range res.Trace.Steps {
+		decision := "ran (read)"
+		switch {
+		case strings.HasPrefix(st.Decision, "dry_run:"):
+			decision = "would " + strings.TrimPrefix(st.Decision, "dry_run:")
+		case st.SkipReason != "":
+			decision = "skipped: " + st.SkipReason
+		case st.Action.Tool == "final_answer":
+			decision = "final answer"
+		}
+		fmt.Fprintf(w, "dry-run: step %d: %s %s -> %s\n", st.Iteration, st.Action.Tool, st.Action.Args, decision)
+	}
+}
+
 func validateSettings(s *config.Settings) error {
 	switch {
 	case s.MaxIterations < 1:
@@ -287,6 +312,9 @@ func validateSettings(s *config.Settings) error {
 func readQuery(o *runOptions) (string, error) {
 	var q string
 	if len(o.Args) == 0 || (len(o.Args) == 1 && o.Args[0] == "-") {
+		if f, ok := o.IO.In.(*os.File); ok && len(o.Args) == 0 && term.IsTerminal(int(f.Fd())) {
+			return "", badInputf("no query: pass it as arguments, or pipe it in (use - to type it on the terminal)")
+		}
 		b, err := io.ReadAll(io.LimitReader(o.IO.In, 1<<20+1))
 		if err != nil {
 			return "", badInputf("reading the query from standard input: %v", err)

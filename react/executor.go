@@ -573,6 +573,7 @@ func (r *run) record(st StepTrace) {
 	st.Iteration = len(r.res.Trace.Steps) + 1
 	st.Timestamp = time.Now().UTC()
 	st.Observation = r.e.Redact(st.Observation)
+	st.Thought = r.e.Redact(st.Thought)
 	if st.Action.Args == nil {
 		st.Action.Args = json.RawMessage(`{}`)
 	}
@@ -742,7 +743,7 @@ func (a Action) call() ToolCall { return ToolCall{Tool: a.Tool, Args: a.Args} }
 func (r *run) appendExchange(act Action, source string, obs prompt.Observation) {
 	if source == "plan" {
 		b, _ := json.Marshal(act)
-		r.conv = append(r.conv, llm.Message{Role: llm.RoleAssistant, Content: string(b)})
+		r.conv = append(r.conv, llm.Message{Role: llm.RoleAssistant, Content: r.e.Redact(string(b))})
 	}
 	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: prompt.Render("observation", obs)})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,7 +80,8 @@ func runCommand(ctx context.Context, o *runOptions) error {
 			return badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(reg.Names(), ", "))
 		}
 	}
-	redactor, err := exec.NewRedactor(os.Environ(), s.Redact)
+	// --env values are secrets too when their names say so.
+	redactor, err := exec.NewRedactor(append(os.Environ(), s.Env...), s.Redact)
 	if err != nil {
 		return badInputf("--redact: %v", err)
 	}
@@ -215,7 +217,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 	if s.DryRun && !s.Quiet {
 		printDryRun(o.IO.ErrOut, res)
 	}
-	if err := printResult(o.IO.Out, s.JSON, res); err != nil {
+	if err := printResult(o.IO.Out, s.JSON, res, redactor); err != nil {
 		return err
 	}
 	if res.TerminationReason != react.ReasonSuccess {
@@ -251,16 +253,21 @@ func contextExit(ctx context.Context) error {
 	return &exitError{Code: react.ReasonCancelled.ExitCode(), Err: errors.New("cancelled")}
 }
 
-func printResult(w io.Writer, asJSON bool, res *react.Result) error {
+func printResult(w io.Writer, asJSON bool, res *react.Result, red *exec.Redactor) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(res)
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+		_, err := w.Write(red.RedactJSON(buf.Bytes()))
+		return err
 	}
 	if res.FinalAnswer == "" {
 		return nil
 	}
-	answer := res.FinalAnswer
+	answer := red.Redact(res.FinalAnswer)
 	if !strings.HasSuffix(answer, "\n") {
 		answer += "\n"
 	}

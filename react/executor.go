@@ -58,6 +58,9 @@ type Executor struct {
 	MaxTokens int
 	Log       *slog.Logger
 	Progress  func(line string) // one-line status updates (nil: none)
+	// SpentUsage is what the run already spent before Run (the planning
+	// call); it counts toward the result's usage and the token budget.
+	SpentUsage llm.Usage
 }
 
 // defaultCannotPrefixes detect a model saying it cannot do the task (the
@@ -91,6 +94,7 @@ type run struct {
 	forceModel  bool   // the plan cannot decide the next action
 	askReason   string // told to the model with the next request
 	replanDue   bool
+	replanWhy   string // trigger of the scheduled replan: divergence or requested
 	// divergenceSpent is set once a divergence scheduled its replan; only a
 	// planned step that succeeds re-arms it, so a model that keeps diverging
 	// does not make a replan per step.
@@ -106,7 +110,7 @@ type run struct {
 // Run executes plan (nil in free mode) for query. It never returns an error:
 // every outcome, including backend failures, is a termination reason.
 func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *Result {
-	r := &run{e: e, ctx: ctx, query: query, plan: plan, res: &Result{}, start: time.Now()}
+	r := &run{e: e, ctx: ctx, query: query, plan: plan, res: &Result{TokenUsage: e.SpentUsage}, start: time.Now()}
 	r.st = &r.res.State
 	r.defaults()
 	r.main()
@@ -173,7 +177,7 @@ func (r *run) main() {
 		r.plan = nil
 	}
 	if e.StopWhen != "" {
-		code, err := compileJQ(e.StopWhen)
+		code, err := CompileJQ(e.StopWhen)
 		if err != nil {
 			r.end(ReasonError, "", fmt.Sprintf("--stop-when: %v", err))
 			return
@@ -348,7 +352,6 @@ func (r *run) iteration() {
 				return
 			}
 			r.skip(p, skipReason, Action{Thought: p.Thought, Tool: p.Tool, Args: argsJSON(p.Args)}, "plan", err.Error())
-			r.st.RetryCount++
 			r.forceModel = true
 			r.askReason = fmt.Sprintf("Plan step %d could not be prepared: %v", r.st.PlanIndex+1, err)
 			return
@@ -392,11 +395,13 @@ func (r *run) iteration() {
 		}
 		_ = json.Unmarshal(act.Args, &ra)
 		reason = ra.Reason
+		r.st.RetryCount++
 		if p != nil {
 			r.st.PlanSkipReason = SkipReplanRequested
 		}
 		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "replan requested: " + reason, SkipReason: SkipReplanRequested, Source: "model", TokenUsage: usage})
-		r.replanDue = true
+		r.transcript = append(r.transcript, planner.TranscriptEntry{Step: r.st.PlanIndex + 1, Tool: act.Tool, Args: act.Args, Skip: SkipReplanRequested, Error: "replan requested: " + reason})
+		r.replanDue, r.replanWhy = true, "requested"
 		return
 	}
 	if p != nil && act.Tool != p.Tool && act.Tool != exec.FinalAnswer {
@@ -406,7 +411,7 @@ func (r *run) iteration() {
 		e.Trace.Emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": SkipPlanToolMismatch, "model_tool": act.Tool})
 		if !r.divergenceSpent {
 			r.divergenceSpent = true
-			r.replanDue = true
+			r.replanDue, r.replanWhy = true, "divergence"
 		}
 	}
 	r.perform(act, "model", usage)
@@ -554,6 +559,7 @@ func (r *run) invalid(inv *invalidAction, usage llm.Usage) {
 // skip records a planned step that cannot run; the plan index stays.
 func (r *run) skip(p *planner.Step, reason string, act Action, source, why string) {
 	r.st.Attempts++
+	r.st.RetryCount++
 	r.st.PlanSkipReason = reason
 	r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, SkipReason: reason, Source: source, PlanStep: r.st.PlanIndex + 1})
 	r.e.Trace.Emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": reason, "detail": why})
@@ -797,12 +803,12 @@ func (r *run) failurePhrase(answer string) string {
 // replan asks the planner for a new plan with the transcript so far.
 func (r *run) replan() {
 	e := r.e
-	r.st.Replans++
-	r.replanDue = false
-	trigger := "divergence"
+	trigger := r.replanWhy
 	if r.st.ConsecutiveFailures >= e.ReplanThreshold {
 		trigger = "failures"
 	}
+	r.st.Replans++
+	r.replanDue, r.replanWhy = false, ""
 	e.Trace.Emit("replan_request", map[string]any{"trigger": trigger, "transcript": r.transcript, "state": *r.st})
 	r.progress("replanning (%s)", trigger)
 	np, usage, err := e.Planner.Plan(r.ctx, r.query, r.transcript, r.plan)
@@ -813,6 +819,7 @@ func (r *run) replan() {
 			return
 		}
 		r.st.Attempts++
+		r.st.RetryCount++
 		e.Trace.Emit("replan_failed", map[string]any{"error": err.Error()})
 		r.record(StepTrace{Action: ToolCall{Tool: schema.Replan}, Observation: "replan failed: " + err.Error(), Error: err.Error(), Source: "model", SkipReason: SkipInvalidAction, TokenUsage: usage})
 		r.forceModel = true
@@ -918,7 +925,7 @@ func (r *run) jqState() map[string]any {
 }
 
 func (r *run) evalJQ(expr string) (json.RawMessage, error) {
-	code, err := compileJQ(expr)
+	code, err := CompileJQ(expr)
 	if err != nil {
 		return nil, err
 	}
@@ -937,7 +944,8 @@ func (r *run) evalJQ(expr string) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
-func compileJQ(expr string) (*gojq.Code, error) {
+// CompileJQ compiles an expression over the run state ($state is bound too).
+func CompileJQ(expr string) (*gojq.Code, error) {
 	q, err := gojq.Parse(expr)
 	if err != nil {
 		return nil, err
@@ -971,8 +979,11 @@ func canonical(raw json.RawMessage) string {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return string(raw)
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // degenerateThought returns why a thought is not substantive, or "".

@@ -97,6 +97,9 @@ func tactMain() int {
 	code := exitInternal
 	if errors.As(err, &ee) {
 		code = ee.Code
+	} else if strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra reports unknown subcommands of a command without Run itself.
+		code = exitUsage
 	}
 	if code == 130 {
 		if c := sigCode(); c != 0 {

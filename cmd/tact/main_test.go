@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	osexec "os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,7 +38,8 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"jq": cmdJQ,
+			"jq":       cmdJQ,
+			"exitcode": cmdExitCode,
 		},
 	})
 }
@@ -44,7 +47,7 @@ func TestScripts(t *testing.T) {
 // cmdJQ is a small jq for scripts, so assertions can name one JSON field
 // instead of matching a long line:
 //
-//	jq [-r] [-s] FILTER [FILE]
+//	jq [-r] [-s] [-c] FILTER [FILE]
 //
 // It runs FILTER over every JSON value in FILE (default: the previous
 // command's stdout; -s slurps them into one array, for JSONL files) and
@@ -62,13 +65,15 @@ func cmdJQ(ts *testscript.TestScript, neg bool, args []string) {
 			raw = true
 		case "-s":
 			slurp = true
+		case "-c":
+			// Output is always compact; accepted for familiarity.
 		default:
 			ts.Fatalf("jq: unknown flag %s", args[0])
 		}
 		args = args[1:]
 	}
 	if len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: jq [-r] [-s] FILTER [FILE]")
+		ts.Fatalf("usage: jq [-r] [-s] [-c] FILTER [FILE]")
 	}
 	file := "stdout"
 	if len(args) == 2 {
@@ -118,5 +123,31 @@ func cmdJQ(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(err)
 			fmt.Fprintln(out, string(b))
 		}
+	}
+}
+
+// cmdExitCode runs a program like exec but asserts its exact exit status,
+// since the exit code is the CLI's contract with scripts:
+//
+//	exitcode N PROG [ARGS...]
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exitcode")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exitcode N PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *osexec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 	}
 }

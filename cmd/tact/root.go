@@ -55,7 +55,21 @@ func newRootCmd(streams *iostreams) (*cobra.Command, error) {
 			},
 		},
 	)
+	markUsageErrors(root)
 	return root, nil
+}
+
+// markUsageErrors makes cobra's argument errors (wrong count, unknown
+// subcommand) usage errors, exit 2, like flag errors.
+func markUsageErrors(c *cobra.Command) {
+	// A command without Args keeps cobra's own check (it reports unknown
+	// subcommands; tactMain maps that to exit 2).
+	if validate := c.Args; validate != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error { return badInput(validate(cmd, args)) }
+	}
+	for _, sub := range c.Commands() {
+		markUsageErrors(sub)
+	}
 }
 
 // addRunFlags binds the flags shared by run, plan and exec to the settings

@@ -139,17 +139,26 @@ func runCommand(ctx context.Context, o *runOptions) error {
 	pl := &planner.Planner{Backend: backend, Registry: reg, Tools: plannerTools, Thought: thought,
 		Sampling: sampling, MaxTokens: planMaxTokens(s), MaxSteps: maxPlanSteps, Info: info}
 
+	if s.NoPlan && noModel {
+		return badInputf("--no-plan needs a model: every action comes from it; give --model (or TACT_MODEL) or --script")
+	}
+	var planUsage llm.Usage
 	if o.Mode != modeExec && !s.NoPlan {
 		if noModel {
 			return badInputf("planning needs a model: give --model (or TACT_MODEL), --script, or run a saved plan with `tact exec`")
 		}
 		trace.Emit("planning", map[string]any{"query": query})
-		p, _, err := pl.Plan(ctx, query, nil, nil)
+		p, usage, err := pl.Plan(ctx, query, nil, nil)
+		planUsage = usage
 		switch {
 		case err == nil:
 			plan = p
 		case ctx.Err() != nil:
-			return contextExit(ctx)
+			// Let the executor end the run: it reports the timeout or
+			// cancellation like any other (result, trace event, message).
+			if o.Mode == modePlan {
+				return contextExit(ctx)
+			}
 		case o.Mode == modeRun && isInvalidPlan(err):
 			// A bad plan is recorded, not fatal: the run continues as free ReAct.
 			slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
@@ -205,6 +214,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		},
 		Registry: reg, Env: env, Backend: backend, Gate: gate, Trace: trace, Redact: redactor.Redact,
 		Sampling: sampling, MaxTokens: s.MaxTokens, Log: slog.Default(), Progress: prog.update,
+		SpentUsage: planUsage,
 	}
 	if !noModel {
 		ex.Planner = pl
@@ -306,6 +316,11 @@ func validateSettings(s *config.Settings) error {
 		return fmt.Errorf("--max-observation-tokens must be at least 1")
 	case s.Timeout < 0:
 		return fmt.Errorf("--timeout must not be negative")
+	}
+	if s.StopWhen != "" {
+		if _, err := react.CompileJQ(s.StopWhen); err != nil {
+			return fmt.Errorf("--stop-when: %v", err)
+		}
 	}
 	for _, kv := range s.Env {
 		if i := strings.IndexByte(kv, '='); i <= 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -72,6 +73,16 @@ type Settings struct {
 
 // Load reads Settings from the environment.
 func Load() (*Settings, error) {
+	// An empty variable means "unset" (as in `TACT_NO_PLAN= tact ...`), not
+	// a value to parse.
+	t := reflect.TypeOf(Settings{})
+	for i := 0; i < t.NumField(); i++ {
+		if name := t.Field(i).Tag.Get("envconfig"); name != "" {
+			if v, ok := os.LookupEnv(name); ok && v == "" {
+				os.Unsetenv(name)
+			}
+		}
+	}
 	var s Settings
 	if err := envconfig.Process("", &s); err != nil {
 		return nil, fmt.Errorf("environment: %w", err)

@@ -307,9 +307,9 @@ func validateSettings(s *config.Settings) error {
 	case s.MaxIterations < 1:
 		return fmt.Errorf("--max-iterations must be at least 1")
 	case s.RetryBuffer < 0:
-		return fmt.Errorf("REACT_RETRY_BUFFER must not be negative")
+		return fmt.Errorf("--retry-buffer (REACT_RETRY_BUFFER) must not be negative")
 	case s.ReplanThreshold < 1:
-		return fmt.Errorf("REACT_REPLAN_FAILURE_THRESHOLD must be at least 1")
+		return fmt.Errorf("--replan-threshold (REACT_REPLAN_FAILURE_THRESHOLD) must be at least 1")
 	case s.StallThreshold < 1:
 		return fmt.Errorf("--stall-threshold must be at least 1")
 	case s.MaxObservationTokens < 1:

@@ -51,3 +51,10 @@ clean:
 # Compile the cgo llama.cpp binding once so later builds hit the cache.
 warm:
 	$(GO) build github.com/ollama/ollama/llama github.com/ollama/ollama/fs/ggml
+
+# Benchmark the embedded llama.cpp backend on a generated ~250M-parameter
+# Q8_0 model (made once into ~/.cache/tact-test-models) and print a markdown
+# report; e.g. BENCHFLAGS='-threads 4'. About 3-4 minutes on 2 idle cores.
+BENCHFLAGS ?=
+bench:
+	$(GO) run ./scripts/bench $(BENCHFLAGS)

@@ -48,11 +48,12 @@ type Settings struct {
 	Model       string  `envconfig:"TACT_MODEL" desc:"GGUF model path or name in the models directory"`
 	ModelsDir   string  `envconfig:"TACT_MODELS_DIR" desc:"models directory (default $XDG_DATA_HOME/tact/models)"`
 	Threads     int     `envconfig:"TACT_THREADS" desc:"inference threads (default: physical cores)"`
-	CtxSize     int     `envconfig:"TACT_CTX_SIZE" default:"4096" desc:"context window in tokens"`
+	CtxSize     int     `envconfig:"TACT_CTX_SIZE" desc:"context window in tokens (default: the model's, at most 8192)"`
 	BatchSize   int     `envconfig:"TACT_BATCH_SIZE" default:"512" desc:"prompt batch size in tokens"`
 	FlashAttn   bool    `envconfig:"TACT_FLASH_ATTENTION" desc:"use flash attention"`
 	KVCacheType string  `envconfig:"TACT_KV_CACHE_TYPE" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
 	GPULayers   int     `envconfig:"TACT_GPU_LAYERS" desc:"layers to offload to a GPU backend (0: CPU only)"`
+	LibDir      string  `envconfig:"TACT_LIB_DIR" desc:"directory of GPU backend libraries (default: lib/ollama beside the binary's directory)"`
 	Temperature float32 `envconfig:"TACT_TEMPERATURE" default:"0.2" desc:"sampling temperature (0: greedy)"`
 	TopK        int     `envconfig:"TACT_TOP_K" default:"40" desc:"top-k sampling"`
 	TopP        float32 `envconfig:"TACT_TOP_P" default:"0.95" desc:"top-p sampling"`

@@ -10,7 +10,7 @@ import (
 type FinalAnswerTool struct{}
 
 var finalAnswerSchema = schemaObject(map[string]any{
-	"answer": schemaStr("The complete answer to the user's query."),
+	"answer": map[string]any{"type": "string", "minLength": 1, "description": "The complete answer to the user's query."},
 }, "answer")
 
 func (FinalAnswerTool) Name() string { return FinalAnswer }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/itchyny/gojq"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tactcli/tact/internal/synth"
 )
 
 func TestMain(m *testing.M) {
@@ -40,6 +41,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"jq":       cmdJQ,
 			"exitcode": cmdExitCode,
+			"synthmodel": cmdSynthModel,
 		},
 	})
 }
@@ -135,10 +137,15 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("unsupported: ! exitcode")
 	}
 	if len(args) < 2 {
-		ts.Fatalf("usage: exitcode N PROG [ARGS...]")
+		ts.Fatalf("usage: exitcode N[,N...] PROG [ARGS...]")
 	}
-	want, err := strconv.Atoi(args[0])
-	ts.Check(err)
+	// A comma list accepts any of several codes (runs on random-weight models).
+	allowed := map[int]bool{}
+	for _, f := range strings.Split(args[0], ",") {
+		n, err := strconv.Atoi(f)
+		ts.Check(err)
+		allowed[n] = true
+	}
 	got := 0
 	if err := ts.Exec(args[1], args[2:]...); err != nil {
 		var ee *osexec.ExitError
@@ -147,7 +154,21 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		got = ee.ExitCode()
 	}
-	if got != want {
-		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	if !allowed[got] {
+		ts.Fatalf("%s exited with %d, want %s", args[1], got, args[0])
 	}
+}
+
+// cmdSynthModel links a generated random-weight model into the script's
+// work directory: synthmodel tiny|small FILE. Models are generated once into
+// the user's cache directory (never committed).
+func cmdSynthModel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: synthmodel tiny|small FILE")
+	}
+	size, err := synth.ParseSize(args[0])
+	ts.Check(err)
+	path, err := synth.Ensure(synth.CacheDir(), size)
+	ts.Check(err)
+	ts.Check(os.Symlink(path, ts.MkAbs(args[1])))
 }

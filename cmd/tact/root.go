@@ -84,7 +84,7 @@ func addRunFlags(f *pflag.FlagSet, s *config.Settings, mode runMode) {
 	f.StringVar(&s.Script, "script", s.Script, "JSONL replies for the script backend")
 	f.StringVar(&s.Model, "model", s.Model, "GGUF model path or name")
 	f.IntVar(&s.Threads, "threads", s.Threads, "inference threads (default: physical cores)")
-	f.IntVar(&s.CtxSize, "ctx-size", s.CtxSize, "context window in tokens")
+	f.IntVar(&s.CtxSize, "ctx-size", s.CtxSize, "context window in tokens (0: the model's, at most 8192)")
 	f.IntVar(&s.BatchSize, "batch-size", s.BatchSize, "prompt batch size")
 	f.BoolVar(&s.FlashAttn, "flash-attention", s.FlashAttn, "use flash attention")
 	f.StringVar(&s.KVCacheType, "kv-cache-type", s.KVCacheType, "KV cache type: f16, q8_0, q4_0")

@@ -1,0 +1,658 @@
+// Package llamacpp is tact's embedded llama.cpp backend (cgo, through
+// github.com/ollama/ollama/llama).
+//
+// A Backend loads one GGUF model once per process (mmap) and serves
+// llm.Request calls one at a time:
+//
+//   - the messages are formatted with the model's chat template and
+//     tokenized;
+//   - the longest common prefix with the tokens already in the KV cache is
+//     kept, the cache is trimmed there and only the rest is decoded, so step
+//     N of a ReAct run evaluates only what step N-1 did not see;
+//   - tokens are sampled one by one (temperature, top-k, top-p, min-p, seed),
+//     constrained by a GBNF grammar compiled from the request's JSON Schema,
+//     until an end-of-generation token or MaxTokens;
+//   - ctx is checked between tokens and also aborts a prompt batch midway.
+package llamacpp
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ollama/ollama/llama"
+	"github.com/ollama/ollama/ml"
+
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/models"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultCtxSize   = 4096 // when the model does not say
+	MaxAutoCtxSize   = 8192 // cap of the automatic context size
+	autoCtx          = -1
+	DefaultBatchSize = 512
+)
+
+// Sampling defaults for zero llm.Sampling fields (llama.cpp's own).
+const (
+	DefaultTopK = 40
+	DefaultTopP = 0.95
+	DefaultMinP = 0.05
+)
+
+// Options configures a Backend. Zero values take the defaults.
+type Options struct {
+	ModelPath   string
+	Threads     int    // 0: physical cores
+	CtxSize     int    // context window in tokens; 0: the model's own, at most MaxAutoCtxSize
+	BatchSize   int    // prompt tokens decoded per batch; 0: DefaultBatchSize
+	GPULayers   int    // layers offloaded to a GPU backend; 0: CPU only
+	FlashAttn   bool   // flash attention (required by quantized KV caches)
+	KVCacheType string // f16 (default), q8_0 or q4_0
+	Verbose     bool   // show llama.cpp's own logs on stderr
+	// LibDir holds GPU backend libraries (libggml-cuda.so, see
+	// scripts/build-cuda.sh); "" means DIR/../lib/ollama where DIR holds the
+	// executable. ggml only loads from a path containing "lib/ollama".
+	LibDir string
+}
+
+// ErrContextFull is wrapped by errors about a prompt or reply that does not
+// fit in the context window.
+var ErrContextFull = errors.New("context window full")
+
+// Backend is a loaded model. It implements llm.Backend; calls are
+// serialized.
+type Backend struct {
+	mu       sync.Mutex
+	opts     Options
+	info     *models.Info
+	format   models.Formatter
+	model    *llama.Model
+	lc       *llama.Context
+	batch    *llama.Batch
+	abort    abortFlag
+	gpus     []llama.Devices
+	bos      int      // BOS token the tokenizer adds, -1 when it adds none
+	controls []string // texts of control tokens, neutralized in message content
+	cache    []int    // tokens held in the KV cache (sequence 0), in order
+	grammars map[string]grammarEntry
+	stats    Stats
+	closed   bool
+}
+
+// Stats are cumulative counters over a Backend's calls.
+type Stats struct {
+	Calls           int
+	PromptEvaluated int           // prompt tokens decoded
+	PromptReused    int           // prompt tokens found in the KV cache
+	Generated       int           // tokens generated
+	PromptTime      time.Duration // decoding prompts
+	GenTime         time.Duration // sampling and decoding generated tokens
+	// GrammarTokens were generated under a schema's grammar; for
+	// GrammarFullPasses of them the drawn token was not allowed and the
+	// grammar ran over the whole vocabulary.
+	GrammarTokens, GrammarFullPasses int
+}
+
+// Stats returns the counters so far.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+type grammarEntry struct {
+	g   *grammarSampler
+	err error
+}
+
+var _ llm.Backend = (*Backend)(nil)
+
+var (
+	initOnce sync.Once
+	libDir   string
+)
+
+// backendInit loads ggml's backends once per process: the CPU backend is
+// compiled in; GPU backends are shared libraries loaded from the library
+// directory, as ollama does. The binding reads the directory from
+// OLLAMA_LIBRARY_PATH; tact sets it only for that moment so neither a
+// user's ollama setting nor tact's choice leaks anywhere else.
+func backendInit(dir string) {
+	initOnce.Do(func() {
+		if dir == "" {
+			if exe, err := os.Executable(); err == nil {
+				dir = filepath.Join(filepath.Dir(exe), "..", "lib", "ollama")
+			}
+		}
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		libDir = dir
+		old, had := os.LookupEnv("OLLAMA_LIBRARY_PATH")
+		os.Setenv("OLLAMA_LIBRARY_PATH", dir)
+		llama.BackendInit()
+		if had {
+			os.Setenv("OLLAMA_LIBRARY_PATH", old)
+		} else {
+			os.Unsetenv("OLLAMA_LIBRARY_PATH")
+		}
+	})
+}
+
+// New validates and loads the model and creates its context. Model errors
+// wrap models.ErrBadModel.
+func New(opts Options) (*Backend, error) {
+	opts, err := withDefaults(opts)
+	if err != nil {
+		return nil, err
+	}
+	info, err := models.Inspect(opts.ModelPath)
+	if err == nil && opts.CtxSize == autoCtx {
+		// Auto: the model's own training context, capped so the KV cache
+		// of a small machine stays small.
+		opts.CtxSize = DefaultCtxSize
+		if n := int(info.ContextLength); n > 0 {
+			opts.CtxSize = min(n, MaxAutoCtxSize)
+		}
+		opts.BatchSize = min(opts.BatchSize, opts.CtxSize)
+	}
+	if err != nil {
+		return nil, err
+	}
+	setLogs(opts.Verbose)
+	backendInit(opts.LibDir)
+	setLogs(opts.Verbose) // loading backends may have reset ggml's logger
+
+	gpus := llama.EnumerateGPUs()
+	layers := opts.GPULayers
+	if layers > 0 && len(gpus) == 0 {
+		slog.Warn("no GPU backend loaded; running on the CPU", "gpu_layers", layers, "lib_dir", libDir)
+		layers = 0
+	}
+	model, err := llama.LoadModelFromFile(opts.ModelPath, llama.ModelParams{
+		NumGpuLayers: layers,
+		UseMmap:      true,
+	})
+	if err != nil {
+		return nil, &loadError{path: opts.ModelPath, reason: fmt.Sprintf("llama.cpp cannot load this %s model (run with -v to see why)", info.Architecture)}
+	}
+	// "Auto" rather than "enabled": llama.cpp then checks that the devices
+	// and the model's head size support it (and a quantized KV cache) and
+	// fails cleanly, where "enabled" can hit an assertion and abort.
+	fa := ml.FlashAttentionDisabled
+	if opts.FlashAttn {
+		fa = ml.FlashAttentionAuto
+	}
+	lc, err := llama.NewContextWithModel(model, llama.NewContextParams(opts.CtxSize, opts.BatchSize, 1, opts.Threads, fa, opts.KVCacheType))
+	if err != nil {
+		llama.FreeModel(model)
+		why := "not enough memory?"
+		if opts.KVCacheType != "f16" {
+			why = "a quantized KV cache needs flash attention support and a head size divisible by 32"
+		}
+		return nil, fmt.Errorf("model %s: llama.cpp cannot create a context of %d tokens with a %s KV cache: %s (run with -v to see why)", opts.ModelPath, opts.CtxSize, opts.KVCacheType, why)
+	}
+	batch, err := llama.NewBatch(opts.BatchSize, 1, 0)
+	if err != nil {
+		freeContext(lc, abortFlag{})
+		llama.FreeModel(model)
+		return nil, fmt.Errorf("model %s: %w", opts.ModelPath, err)
+	}
+	b := &Backend{
+		opts:     opts,
+		info:     info,
+		format:   newFormatter(info),
+		model:    model,
+		lc:       lc,
+		batch:    batch,
+		abort:    newAbortFlag(lc),
+		gpus:     gpus,
+		bos:      -1,
+		grammars: map[string]grammarEntry{},
+	}
+	if model.AddBOSToken() {
+		if t, err := model.Tokenize("", true, false); err == nil && len(t) == 1 {
+			b.bos = t[0]
+		}
+	}
+	b.controls = controlTexts(model)
+	return b, nil
+}
+
+func withDefaults(o Options) (Options, error) {
+	if o.ModelPath == "" {
+		return o, errors.New("no model file given")
+	}
+	if o.Threads <= 0 {
+		o.Threads = PhysicalCores()
+	}
+	if o.CtxSize <= 0 {
+		o.CtxSize = autoCtx
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.CtxSize > 0 {
+		o.BatchSize = min(o.BatchSize, o.CtxSize)
+	}
+	o.KVCacheType = strings.ToLower(cmp.Or(o.KVCacheType, "f16"))
+	switch o.KVCacheType {
+	case "f16":
+	case "q8_0", "q4_0":
+		if !o.FlashAttn {
+			return o, fmt.Errorf("kv cache type %s needs flash attention (--flash-attention)", o.KVCacheType)
+		}
+	default:
+		return o, fmt.Errorf("kv cache type %q: want f16, q8_0 or q4_0", o.KVCacheType)
+	}
+	return o, nil
+}
+
+// loadError is a model llama.cpp refused after models.Inspect accepted it.
+type loadError struct{ path, reason string }
+
+func (e *loadError) Error() string        { return "model " + e.path + ": " + e.reason }
+func (e *loadError) Is(target error) bool { return target == models.ErrBadModel }
+
+// Describe says what runs the model, for logs and traces.
+func (b *Backend) Describe() string {
+	o := b.opts
+	dev := fmt.Sprintf("CPU, %d threads", o.Threads)
+	if len(b.gpus) > 0 && o.GPULayers > 0 {
+		names := make([]string, len(b.gpus))
+		for i, g := range b.gpus {
+			names[i] = g.Library + " " + g.ID
+		}
+		dev = fmt.Sprintf("%s (%d layers offloaded) + CPU, %d threads", strings.Join(names, ", "), o.GPULayers, o.Threads)
+	} else if o.GPULayers > 0 {
+		dev += " (no GPU backend loaded)"
+	}
+	fa := "off"
+	if o.FlashAttn {
+		fa = "on"
+	}
+	return fmt.Sprintf("llama.cpp: %s (%s, %s, %s template) on %s; ctx %d, batch %d, kv cache %s, flash attention %s",
+		b.info.Name, b.info.Architecture, cmp.Or(b.info.Quantization, "?"), b.format.Name(), dev, o.CtxSize, o.BatchSize, o.KVCacheType, fa)
+}
+
+// Tokenize returns the tokens of text as the model sees it in a prompt
+// (special tokens parsed, no BOS added).
+func (b *Backend) Tokenize(text string) ([]int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errClosed
+	}
+	return b.model.Tokenize(text, false, true)
+}
+
+// Reset empties the KV cache, so the next call evaluates its whole prompt.
+func (b *Backend) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.lc.KvCacheClear()
+	b.cache = nil
+}
+
+// Close frees the context and the model. The Backend is unusable afterwards.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	for _, e := range b.grammars {
+		if e.g != nil {
+			e.g.free()
+		}
+	}
+	b.grammars = nil
+	b.batch.Free()
+	freeContext(b.lc, b.abort)
+	llama.FreeModel(b.model)
+	b.cache = nil
+	return nil
+}
+
+var errClosed = errors.New("llama backend is closed")
+
+// Complete formats, tokenizes and answers req; see the package comment.
+// On cancellation it returns what was generated so far with ctx's error.
+func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return llm.Response{}, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return llm.Response{}, err
+	}
+	tokens, err := b.promptTokens(req.Messages)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if len(tokens) >= b.opts.CtxSize {
+		return llm.Response{}, fmt.Errorf("%w: the prompt is %d tokens, the context holds %d (raise --ctx-size)", ErrContextFull, len(tokens), b.opts.CtxSize)
+	}
+	smpl, err := b.sampler(req)
+	if err != nil {
+		return llm.Response{}, err
+	}
+
+	reused := b.reuse(tokens)
+	resp := llm.Response{Usage: llm.Usage{PromptTokens: len(tokens) - reused, CachedTokens: reused}}
+
+	b.abort.set(false)
+	stop := context.AfterFunc(ctx, func() { b.abort.set(true) })
+	defer stop()
+
+	start := time.Now()
+	idx, err := b.decode(ctx, tokens[reused:])
+	b.stats.PromptTime += time.Since(start)
+	b.stats.Calls++
+	b.stats.PromptReused += reused
+	if err != nil {
+		// Count what was decoded before the error or cancellation.
+		resp.Usage.PromptTokens = max(len(b.cache)-reused, 0)
+		b.stats.PromptEvaluated += resp.Usage.PromptTokens
+		smpl.free()
+		return resp, err
+	}
+	b.stats.PromptEvaluated += resp.Usage.PromptTokens
+	start = time.Now()
+	defer func() {
+		b.stats.GenTime += time.Since(start)
+		b.stats.Generated += resp.Usage.CompletionTokens
+		if len(req.Schema) > 0 {
+			b.stats.GrammarTokens += resp.Usage.CompletionTokens
+			b.stats.GrammarFullPasses += smpl.fullPasses()
+		}
+		slog.Debug("llama call", "kind", req.Kind, "prompt_evaluated", resp.Usage.PromptTokens,
+			"prompt_reused", resp.Usage.CachedTokens, "generated", resp.Usage.CompletionTokens,
+			"grammar_full_passes", smpl.fullPasses(), "ms", time.Since(start).Milliseconds())
+		smpl.free()
+	}()
+
+	var text strings.Builder
+	var pending []byte // bytes of a UTF-8 sequence split across tokens
+	emit := func(final bool) {
+		n := completeUTF8(pending)
+		if final {
+			n = len(pending)
+		}
+		if n > 0 && req.OnToken != nil {
+			req.OnToken(string(pending[:n]))
+		}
+		pending = pending[n:]
+	}
+	finish := func(err error) (llm.Response, error) {
+		emit(true)
+		resp.Text = text.String()
+		return resp, err
+	}
+	for {
+		tok, err := smpl.sample(b.lc, idx)
+		if err != nil {
+			return finish(err)
+		}
+		eog := b.model.TokenIsEog(tok)
+		smpl.accept(tok, eog)
+		if eog {
+			return finish(nil)
+		}
+		resp.Usage.CompletionTokens++
+		piece := b.model.TokenToPiece(tok)
+		text.WriteString(piece)
+		pending = append(pending, piece...)
+		emit(false)
+		if req.MaxTokens > 0 && resp.Usage.CompletionTokens >= req.MaxTokens {
+			return finish(nil)
+		}
+		if err := ctx.Err(); err != nil {
+			return finish(err)
+		}
+		if len(b.cache) >= b.opts.CtxSize {
+			return finish(fmt.Errorf("%w after %d generated tokens (context %d tokens; raise --ctx-size or lower --max-tokens)", ErrContextFull, resp.Usage.CompletionTokens, b.opts.CtxSize))
+		}
+		if idx, err = b.decode(ctx, []int{tok}); err != nil {
+			return finish(err)
+		}
+	}
+}
+
+// promptTokens formats and tokenizes the conversation, ending with the
+// assistant's turn.
+func (b *Backend) promptTokens(msgs []llm.Message) ([]int, error) {
+	if len(msgs) == 0 {
+		return nil, errors.New("llama backend: request has no messages")
+	}
+	clean := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		clean[i] = llm.Message{Role: m.Role, Content: neutralize(m.Content, b.controls)}
+	}
+	prompt, err := b.format.Format(clean, true)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: chat template: %w", b.info.Name, err)
+	}
+	tokens, err := b.model.Tokenize(prompt, true, true)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: tokenize prompt: %w", b.info.Name, err)
+	}
+	// A template that writes the BOS text itself plus a tokenizer that adds
+	// one would give two.
+	if b.bos >= 0 && len(tokens) > 1 && tokens[0] == b.bos && tokens[1] == b.bos {
+		tokens = tokens[1:]
+	}
+	if len(tokens) == 0 {
+		return nil, errors.New("llama backend: empty prompt")
+	}
+	return tokens, nil
+}
+
+// reuse keeps the longest prefix of tokens already in the KV cache and drops
+// the rest of the cache; it returns how many tokens need no evaluation. At
+// least one token is always left to evaluate: its logits start sampling.
+func (b *Backend) reuse(tokens []int) int {
+	n := commonPrefix(b.cache, tokens)
+	if n == len(tokens) {
+		n--
+	}
+	if n < len(b.cache) {
+		if !b.lc.KvCacheSeqRm(0, n, -1) {
+			// Some memory types (recurrent) cannot drop a suffix.
+			b.lc.KvCacheClear()
+			n = 0
+		}
+		b.cache = b.cache[:n]
+	}
+	return n
+}
+
+func commonPrefix(a, b []int) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// decode evaluates tokens after the cache in BatchSize chunks, asking for
+// logits of the last one only, and returns that token's index in its batch.
+// Every decoded chunk joins b.cache, so the cache list always matches the
+// KV cache, also after an error or a cancellation.
+func (b *Backend) decode(ctx context.Context, tokens []int) (int, error) {
+	idx := 0
+	for start := 0; start < len(tokens); start += b.opts.BatchSize {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		chunk := tokens[start:min(start+b.opts.BatchSize, len(tokens))]
+		last := start+len(chunk) == len(tokens)
+		b.batch.Clear()
+		pos := len(b.cache)
+		for i, t := range chunk {
+			b.batch.Add(t, nil, pos+i, last && i == len(chunk)-1, 0)
+		}
+		if err := b.lc.Decode(b.batch); err != nil {
+			// llama.cpp rolled back the failed chunk; make sure of it.
+			b.lc.KvCacheSeqRm(0, len(b.cache), -1)
+			if b.abort.isSet() {
+				if ctx.Err() != nil {
+					return 0, ctx.Err()
+				}
+				// A late abort from an earlier call's cancelled context
+				// (context.AfterFunc does not wait): clear it, try again.
+				b.abort.set(false)
+				start -= b.opts.BatchSize
+				continue
+			}
+			if errors.Is(err, llama.ErrKvCacheFull) {
+				return 0, fmt.Errorf("%w: no room for %d more tokens after %d (context %d)", ErrContextFull, len(chunk), len(b.cache), b.opts.CtxSize)
+			}
+			b.lc.KvCacheClear()
+			b.cache = nil
+			return 0, fmt.Errorf("llama.cpp decode: %w", err)
+		}
+		b.cache = append(b.cache, chunk...)
+		idx = len(chunk) - 1
+	}
+	return idx, nil
+}
+
+// sampler builds the request's sampler: defaults for zero fields, the
+// request's seed (negative: random) and its schema's grammar.
+func (b *Backend) sampler(req llm.Request) (*sampler, error) {
+	s := req.Sampling
+	p := samplerParams{
+		temp: max(s.Temperature, 0),
+		topK: s.TopK,
+		topP: s.TopP,
+		minP: s.MinP,
+		seed: seed(s.Seed),
+	}
+	switch {
+	case p.topK == 0:
+		p.topK = DefaultTopK
+	case p.topK < 0:
+		p.topK = 0 // llama.cpp: <= 0 is the whole vocabulary
+	}
+	switch {
+	case p.topP == 0:
+		p.topP = DefaultTopP
+	case p.topP < 0 || p.topP > 1:
+		p.topP = 1
+	}
+	switch {
+	case p.minP == 0:
+		p.minP = DefaultMinP
+	case p.minP < 0:
+		p.minP = 0
+	}
+	if len(req.Schema) > 0 {
+		g, err := b.grammar(req.Schema)
+		if err != nil {
+			return nil, err
+		}
+		p.grammar = g
+	}
+	return newSampler(b.model, p)
+}
+
+// seed maps tact's seed to llama.cpp's: negative is random, and 0xFFFFFFFF
+// (llama.cpp's "random") is nudged so a fixed seed always stays fixed.
+func seed(s int) uint32 {
+	if s < 0 {
+		return rand.Uint32N(0xFFFFFFFF)
+	}
+	u := uint32(s)
+	if u == 0xFFFFFFFF {
+		u--
+	}
+	return u
+}
+
+// grammar returns the grammar of a JSON Schema, converted to GBNF and
+// parsed once per schema; a failure is remembered too.
+func (b *Backend) grammar(schema []byte) (*grammarSampler, error) {
+	key := string(schema)
+	if e, ok := b.grammars[key]; ok {
+		return e.g, e.err
+	}
+	var e grammarEntry
+	if gbnf := llama.SchemaToGrammar(schema); gbnf == nil {
+		e.err = fmt.Errorf("llama backend: schema cannot be compiled to a grammar (invalid JSON Schema or unsupported keywords): %.80s", schema)
+	} else if e.g = newGrammarSampler(b.model, string(gbnf)); e.g == nil {
+		e.err = fmt.Errorf("llama backend: llama.cpp cannot parse the grammar of schema %.80s", schema)
+	}
+	b.grammars[key] = e
+	return e.g, e.err
+}
+
+// completeUTF8 is the length of buf's prefix that does not end inside a
+// UTF-8 sequence (invalid bytes count as complete).
+func completeUTF8(buf []byte) int {
+	for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(buf[i]) {
+			if !utf8.FullRune(buf[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(buf)
+}
+
+// controlTexts lists the texts of the model's control tokens (such as
+// <|im_end|>): tokens that the tokenizer produces from their text only
+// when parsing special tokens.
+func controlTexts(m *llama.Model) []string {
+	var out []string
+	for id := range m.NumVocab() {
+		piece := m.TokenToPiece(id)
+		if len(piece) < 3 || !strings.ContainsAny(piece, "<>[]|") {
+			continue
+		}
+		if t, err := m.Tokenize(piece, false, true); err != nil || len(t) != 1 || t[0] != id {
+			continue
+		}
+		if t, err := m.Tokenize(piece, false, false); err == nil && len(t) == 1 && t[0] == id {
+			continue // plain text tokenizes to it too: not special
+		}
+		out = append(out, piece)
+	}
+	// Longest first, so no replacement splits a longer control text.
+	slices.SortFunc(out, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	return out
+}
+
+// neutralize breaks control-token texts inside message content with a zero
+// width space, so a file or tool output containing "<|im_end|>" cannot end
+// a turn or forge one: the prompt is tokenized with special tokens parsed,
+// since the chat template's own markers must be.
+func neutralize(s string, controls []string) string {
+	for _, c := range controls {
+		if strings.Contains(s, c) {
+			s = strings.ReplaceAll(s, c, c[:1]+"\u200b"+c[1:])
+		}
+	}
+	return s
+}

@@ -992,7 +992,8 @@ func degenerateThought(thought, tool string, minLen int) string {
 	if t == "" {
 		return "thought is required"
 	}
-	if len([]rune(t)) < minLen {
+	// Length as the schema (and so the grammar) counts it: untrimmed.
+	if len([]rune(thought)) < minLen {
 		return fmt.Sprintf("thought is shorter than %d characters", minLen)
 	}
 	norm := strings.Trim(strings.ToLower(strings.Join(strings.Fields(t), " ")), ".!:;, ")

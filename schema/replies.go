@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 )
@@ -31,21 +32,52 @@ func thoughtSchema(o ThoughtOptions) map[string]any {
 	return t
 }
 
-func branch(name string, args json.RawMessage, thought ThoughtOptions) map[string]any {
+func branch(name string, args json.RawMessage, thought ThoughtOptions) ordered {
 	req := []string{"tool", "args"}
 	if thought.Required {
 		req = []string{"thought", "tool", "args"}
 	}
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"thought": thoughtSchema(thought),
-			"tool":    map[string]any{"const": name},
-			"args":    args,
-		},
-		"required":             req,
-		"additionalProperties": false,
+	// Property order matters: llama.cpp's grammar emits properties in schema
+	// order, and a model should reason (thought) before it acts (tool, args).
+	return ordered{
+		{"type", "object"},
+		{"properties", ordered{
+			{"thought", thoughtSchema(thought)},
+			{"tool", map[string]any{"const": name}},
+			{"args", args},
+		}},
+		{"required", req},
+		{"additionalProperties", false},
 	}
+}
+
+// ordered is a JSON object that keeps its key order (Go maps marshal sorted).
+type ordered []struct {
+	k string
+	v any
+}
+
+func (o ordered) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, kv := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(kv.k)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(kv.v)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // ReplanArgs is the argument schema of the replan pseudo-action.
@@ -86,7 +118,7 @@ func Action(tools []Tool, thought ThoughtOptions, allowReplan bool) json.RawMess
 func Plan(tools []Tool, thought ThoughtOptions, maxSteps int) json.RawMessage {
 	var branches []any
 	for _, t := range sorted(tools) {
-		branches = append(branches, branch(t.Name, t.Schema, thought))
+		branches = append(branches, branch(t.Name, allowFill(t.Schema), thought))
 	}
 	arr := map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"oneOf": branches}}
 	if maxSteps > 0 {
@@ -133,4 +165,21 @@ func Partial(raw json.RawMessage) (json.RawMessage, error) {
 		}
 	}
 	return json.Marshal(m)
+}
+
+// allowFill lets a plan row write "" (fill from context) for any string
+// argument: it drops minLength from the top-level properties.
+func allowFill(raw json.RawMessage) json.RawMessage {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	if props, ok := m["properties"].(map[string]any); ok {
+		for _, p := range props {
+			if pm, ok := p.(map[string]any); ok {
+				delete(pm, "minLength")
+			}
+		}
+	}
+	return mustJSON(m)
 }

@@ -1,0 +1,74 @@
+package schema
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+var tools = []Tool{
+	{Name: "final_answer", Schema: json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string","minLength":1}},"required":["answer"],"additionalProperties":false}`)},
+	{Name: "read_file", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["path"],"additionalProperties":false}`)},
+}
+
+func TestActionSchema(t *testing.T) {
+	v := MustCompile(Action(tools, ThoughtOptions{Required: true, MinLength: 5}, true))
+	for _, tc := range []struct {
+		in, err string
+	}{
+		{`{"thought":"read it first","tool":"read_file","args":{"path":"a"}}`, ""},
+		{`{"thought":"enough said","tool":"final_answer","args":{"answer":"x"}}`, ""},
+		{`{"thought":"the plan fails","tool":"replan","args":{"reason":"x"}}`, ""},
+		{`{"thought":"read it first","tool":"write_file","args":{"path":"a"}}`, "/tool"},
+		{`{"thought":"short","tool":"read_file","args":{"path":"a","limit":0}}`, "/args/limit"},
+		{`{"thought":"tiny","tool":"read_file","args":{"path":"a"}}`, "/thought"},
+		{`{"tool":"read_file","args":{"path":"a"}}`, "thought"},
+		{`{"thought":"read it first","tool":"read_file","args":{"path":"a"}} {}`, "trailing data"},
+		{`not json`, "invalid JSON"},
+	} {
+		_, err := v.ValidateJSON([]byte(tc.in))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.in, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: got %v, want error containing %q", tc.in, err, tc.err)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Errorf("error is not one line: %q", err)
+		}
+	}
+}
+
+func TestPlanSchemaAllowsFillPlaceholders(t *testing.T) {
+	v := MustCompile(Plan(tools, ThoughtOptions{}, 3))
+	if _, err := v.ValidateJSON([]byte(`{"plan":[{"tool":"read_file","args":{"path":""}},{"tool":"final_answer","args":{"answer":""}}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ValidateJSON([]byte(`{"plan":[]}`)); err == nil {
+		t.Fatal("empty plan accepted")
+	}
+	if _, err := v.ValidateJSON([]byte(`{"plan":[{"tool":"read_file","args":{"path":"a"}},{"tool":"read_file","args":{"path":"b"}},{"tool":"read_file","args":{"path":"c"}},{"tool":"read_file","args":{"path":"d"}}]}`)); err == nil {
+		t.Fatal("plan over maxItems accepted")
+	}
+}
+
+func TestPartialDropsRequired(t *testing.T) {
+	p, err := Partial(tools[1].Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := MustCompile(p)
+	if _, err := v.ValidateJSON([]byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ValidateJSON([]byte(`{"path":1}`)); err == nil {
+		t.Fatal("wrong type accepted")
+	}
+}
+
+func TestActionSchemaPutsThoughtFirst(t *testing.T) {
+	s := string(Action(tools, ThoughtOptions{Required: true}, false))
+	th, tool, args := strings.Index(s, `"thought"`), strings.Index(s, `"tool"`), strings.Index(s, `"args"`)
+	if !(th < tool && tool < args) {
+		t.Fatalf("property order thought=%d tool=%d args=%d in %s", th, tool, args, s)
+	}
+}

@@ -703,7 +703,6 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	}
 	stderr := r.e.Redact(r.truncate(result.Stderr))
 	st := StepTrace{Thought: act.Thought, Action: act.call(), Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage}
-	r.record(st)
 	r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obsText, IsError: failed, ExitCode: result.ExitCode, Stderr: stderr})
 
 	rec := stepRecord{Step: len(r.records) + 1, Tool: act.Tool, Args: act.Args, Output: r.e.Redact(result.Output), ExitCode: result.ExitCode}
@@ -737,6 +736,8 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			r.forceModel = true
 		}
 	}
+	// Recorded after the bookkeeping, so the trace's state is the state after this step.
+	r.record(st)
 	if r.checkPhrasesAndStop(rec, obsText) {
 		return
 	}
@@ -807,9 +808,9 @@ func (r *run) replan() {
 	if r.st.ConsecutiveFailures >= e.ReplanThreshold {
 		trigger = "failures"
 	}
+	e.Trace.Emit("replan_request", map[string]any{"trigger": trigger, "transcript": r.transcript, "state": *r.st})
 	r.st.Replans++
 	r.replanDue, r.replanWhy = false, ""
-	e.Trace.Emit("replan_request", map[string]any{"trigger": trigger, "transcript": r.transcript, "state": *r.st})
 	r.progress("replanning (%s)", trigger)
 	np, usage, err := e.Planner.Plan(r.ctx, r.query, r.transcript, r.plan)
 	r.addUsage(usage)

@@ -189,7 +189,7 @@ func (r *run) main() {
 	if r.plan != nil {
 		r.st.MaxSteps = len(r.plan.Steps) + e.RetryBuffer
 		r.st.PendingPlanStep = 1
-		r.emitPlan("plan", nil)
+		r.emitPlan("plan", map[string]any{"token_usage": e.SpentUsage})
 	} else {
 		r.st.MaxSteps = e.MaxIterations
 		r.forceModel = true

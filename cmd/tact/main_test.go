@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	osexec "os/exec"
 	"strconv"
 	"strings"
@@ -36,6 +37,13 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_DATA_HOME", env.WorkDir+"/.local/share")
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("TACT_NO_INPUT", "1")
+			// The repository root, so scripts can run the shipped examples
+			// exactly as the README shows them.
+			root, err := filepath.Abs("../..")
+			if err != nil {
+				return err
+			}
+			env.Setenv("REPO", root)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

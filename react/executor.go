@@ -86,25 +86,25 @@ type run struct {
 	st    *State
 	start time.Time
 
-	allowed     map[string]bool
-	conv        []llm.Message
-	records     []stepRecord
-	transcript  []planner.TranscriptEntry
-	stopQuery   *gojq.Code
-	forceModel  bool   // the plan cannot decide the next action
-	askReason   string // told to the model with the next request
-	replanDue   bool
-	replanWhy   string // trigger of the scheduled replan: divergence or requested
+	allowed    map[string]bool
+	conv       []llm.Message
+	records    []stepRecord
+	transcript []planner.TranscriptEntry
+	stopQuery  *gojq.Code
+	forceModel bool   // the plan cannot decide the next action
+	askReason  string // told to the model with the next request
+	replanDue  bool
+	replanWhy  string // trigger of the scheduled replan: divergence or requested
 	// divergenceSpent is set once a divergence scheduled its replan; only a
 	// planned step that succeeds re-arms it, so a model that keeps diverging
 	// does not make a replan per step.
 	divergenceSpent bool
-	lastOK      string // canonical key of the last successful call
-	lastOKStep  int
-	lastKey     string
-	sameInRow   int
-	readsInRow  int
-	fatal       error // set when the run must end (reason in res)
+	lastOK          string // canonical key of the last successful call
+	lastOKStep      int
+	lastKey         string
+	sameInRow       int
+	readsInRow      int
+	fatal           error // set when the run must end (reason in res)
 }
 
 // Run executes plan (nil in free mode) for query. It never returns an error:

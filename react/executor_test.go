@@ -199,11 +199,11 @@ func TestFixedPlanRunsWithoutModel(t *testing.T) {
 
 func TestBudgetArithmetic(t *testing.T) {
 	tests := []struct {
-		name                                  string
-		buffer                                int
-		plan                                  string
+		name                                       string
+		buffer                                     int
+		plan                                       string
 		wantMax, wantAttempts, wantRetry, wantStep int
-		reason                                Reason
+		reason                                     Reason
 	}{
 		{"all succeed", 2, `{"tool":"echo","args":{"msg":"a"}}
 {"tool":"final_answer","args":{"answer":"done"}}`, 4, 2, 0, 2, ReasonSuccess},

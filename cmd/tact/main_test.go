@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	osexec "os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,8 +47,8 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"jq":       cmdJQ,
-			"exitcode": cmdExitCode,
+			"jq":         cmdJQ,
+			"exitcode":   cmdExitCode,
 			"synthmodel": cmdSynthModel,
 		},
 	})

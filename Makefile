@@ -29,6 +29,8 @@ PKGS ?= ./...
 TESTFLAGS ?=
 
 test: build
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 

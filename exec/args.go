@@ -157,6 +157,13 @@ func schemaStr(desc string) map[string]any {
 	return map[string]any{"type": "string", "description": desc}
 }
 
+// schemaNonEmpty is a string that must not be empty (a path, a pattern, a
+// command). With a grammar built from the schema a model cannot leave it
+// empty; a plan row may still write "" to have it filled at run time.
+func schemaNonEmpty(desc string) map[string]any {
+	return map[string]any{"type": "string", "minLength": 1, "description": desc}
+}
+
 func schemaInt(desc string, min int) map[string]any {
 	return map[string]any{"type": "integer", "minimum": min, "description": desc}
 }

@@ -16,9 +16,9 @@ import (
 type Jq struct{}
 
 var jqSchema = schemaObject(map[string]any{
-	"filter": schemaStr("jq filter, e.g. .items[] | select(.ok) | .name"),
-	"input":  schemaStr("JSON text to run the filter on (one or more JSON values). Give exactly one of input and path."),
-	"path":   schemaStr("Workspace file holding the JSON to run the filter on. Give exactly one of input and path."),
+	"filter": schemaNonEmpty("jq filter, e.g. .items[] | select(.ok) | .name"),
+	"input":  schemaNonEmpty("JSON text to run the filter on (one or more JSON values). Give exactly one of input and path."),
+	"path":   schemaNonEmpty("Workspace file holding the JSON to run the filter on. Give exactly one of input and path."),
 }, "filter")
 
 func (Jq) Name() string { return "jq" }

@@ -29,7 +29,7 @@ func looksBinary(b []byte) bool { return bytes.IndexByte(b, 0) >= 0 }
 type ReadFile struct{}
 
 var readFileSchema = schemaObject(map[string]any{
-	"path":   schemaStr("File to read, relative to the workspace root."),
+	"path":   schemaNonEmpty("File to read, relative to the workspace root."),
 	"offset": schemaInt("Number of lines to skip from the start of the file (default 0).", 0),
 	"limit":  schemaInt("Maximum number of lines to return (default: all, up to the read cap).", 1),
 }, "path")
@@ -237,7 +237,7 @@ const (
 )
 
 var searchFilesSchema = schemaObject(map[string]any{
-	"pattern": schemaStr("Go (RE2) regular expression matched against each line."),
+	"pattern": schemaNonEmpty("Go (RE2) regular expression matched against each line."),
 	"path":    schemaStr(`File or directory to search, relative to the workspace root (default ".", the whole workspace). .git and binary files are skipped.`),
 }, "pattern")
 

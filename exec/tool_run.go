@@ -39,7 +39,7 @@ const (
 type RunCommand struct{}
 
 var runCommandSchema = schemaObject(map[string]any{
-	"command":     schemaStr("Command line, split into words with POSIX shell quoting and run WITHOUT a shell: no pipes, redirections, globs or $VARS. Use sh -c '...' when you need them."),
+	"command":     schemaNonEmpty("Command line, split into words with POSIX shell quoting and run WITHOUT a shell: no pipes, redirections, globs or $VARS. Use sh -c '...' when you need them."),
 	"working_dir": schemaStr(`Directory to run in, relative to the workspace root (default ".", the root).`),
 }, "command")
 

@@ -22,7 +22,7 @@ const newFileMode fs.FileMode = 0o644
 type WriteFile struct{}
 
 var writeFileSchema = schemaObject(map[string]any{
-	"path":    schemaStr("File to create or overwrite, relative to the workspace root; missing parent directories are created."),
+	"path":    schemaNonEmpty("File to create or overwrite, relative to the workspace root; missing parent directories are created."),
 	"content": schemaStr("The complete new content of the file."),
 }, "path", "content")
 
@@ -148,8 +148,8 @@ func atomicWrite(path string, data []byte, mode fs.FileMode) (err error) {
 type EditFile struct{}
 
 var editFileSchema = schemaObject(map[string]any{
-	"path":       schemaStr("Existing file to edit, relative to the workspace root."),
-	"old_string": schemaStr("Exact text to replace; it must occur exactly once in the file (include surrounding lines to make it unique)."),
+	"path":       schemaNonEmpty("Existing file to edit, relative to the workspace root."),
+	"old_string": schemaNonEmpty("Exact text to replace; it must occur exactly once in the file (include surrounding lines to make it unique)."),
 	"new_string": schemaStr("Text to put in its place."),
 }, "path", "old_string", "new_string")
 

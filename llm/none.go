@@ -6,9 +6,14 @@ import (
 )
 
 // None is the backend for fully fixed plans: any call fails with ErrNoModel.
-type None struct{}
+// Why, when set, says why no model is configured (for example a models
+// directory holding several models), so the error can tell the user.
+type None struct{ Why string }
 
-func (None) Complete(_ context.Context, req Request) (Response, error) {
+func (n None) Complete(_ context.Context, req Request) (Response, error) {
+	if n.Why != "" {
+		return Response{}, fmt.Errorf("%s call: %w: %s", req.Kind, ErrNoModel, n.Why)
+	}
 	return Response{}, fmt.Errorf("%s call: %w", req.Kind, ErrNoModel)
 }
 

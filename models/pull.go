@@ -151,12 +151,18 @@ func syncDir(dir string) {
 
 // download fetches url into partial, resuming it when it already holds
 // bytes, and returns the hex SHA-256 of the whole file.
-func download(ctx context.Context, client *http.Client, rawURL, partial, name string, progress io.Writer) (string, error) {
+func download(ctx context.Context, client *http.Client, rawURL, partial, name string, progress io.Writer) (_ string, err error) {
 	f, err := os.OpenFile(partial, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return "", fmt.Errorf("pull %s: %w", rawURL, err)
 	}
 	defer f.Close()
+	defer func() {
+		// A failed attempt that got no byte (say a 404) leaves nothing behind.
+		if st, serr := os.Stat(partial); err != nil && serr == nil && st.Size() == 0 {
+			os.Remove(partial)
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil {
 		return "", fmt.Errorf("pull %s: %w", rawURL, err)

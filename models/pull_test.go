@@ -254,7 +254,7 @@ func TestPullErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Fatalf("err = %v, want %v containing %q", err, tc.is, tc.want)
 			}
-			if tc.name == "not a model" {
+			if tc.name == "not a model" || tc.name == "404" {
 				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 					t.Errorf("files left: %v", entries)
 				}

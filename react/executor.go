@@ -185,7 +185,7 @@ func (r *run) main() {
 		r.stopQuery = code
 	}
 	r.setAllowed()
-	e.Trace.Emit("run_start", map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun})
+	e.Trace.Emit("execute_start", map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun})
 	if r.plan != nil {
 		r.st.MaxSteps = len(r.plan.Steps) + e.RetryBuffer
 		r.st.PendingPlanStep = 1
@@ -627,6 +627,9 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		return
 	}
 	if r.noteRepeat(key) {
+		// The action that made the run stall is not run, but it is recorded.
+		why := fmt.Sprintf("not run: %d identical actions in a row (stalled)", r.sameInRow)
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, Error: why, Source: source, PlanStep: planStep, TokenUsage: usage})
 		return
 	}
 
@@ -673,7 +676,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			decision = "dry_run:" + v.Decision
 		case !v.Allowed:
 			reason := v.Reason
-			if !strings.HasPrefix(reason, "denied by policy") {
+			if !strings.HasPrefix(reason, "denied by") {
 				reason = "denied by policy: " + reason
 			}
 			result = exec.Result{Err: errors.New(reason), ExitCode: 0}
@@ -691,6 +694,11 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		return
 	}
 	failed := result.Failed()
+	if result.Err != nil && result.ExitCode == 0 {
+		// A tool that failed without a process exit status (denied, path
+		// escape, missing file) reports 1, so scripts can test exit_code.
+		result.ExitCode = 1
+	}
 	obsText := r.e.Redact(r.truncate(result.Output))
 	errText := ""
 	if result.Err != nil {
@@ -874,6 +882,10 @@ func (r *run) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "No final answer for %q. ", r.query)
 	if len(r.records) == 0 {
+		if n := len(r.res.Trace.Steps); n > 0 && r.res.Trace.Steps[n-1].Observation == "interrupted" {
+			fmt.Fprintf(&b, "No tool run finished: %s was interrupted.", r.res.Trace.Steps[n-1].Action.Tool)
+			return b.String()
+		}
 		b.WriteString("No tool ran.")
 		return b.String()
 	}

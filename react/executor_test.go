@@ -787,3 +787,36 @@ func TestNoPlanMaxIterations(t *testing.T) {
 		t.Fatalf("%s %+v", res.TerminationReason, res.State)
 	}
 }
+
+func TestStallingActionIsRecorded(t *testing.T) {
+	script := strings.Repeat(action(thought, "fail", `{"msg":"same"}`), 3)
+	h := newHarness(t, script)
+	h.ex.NoPlan = true
+	res := h.run("")
+	if res.TerminationReason != ReasonStalled || len(res.Trace.Steps) != res.State.Attempts {
+		t.Fatalf("%s: %d steps for %d attempts", res.TerminationReason, len(res.Trace.Steps), res.State.Attempts)
+	}
+	if last := res.Trace.Steps[len(res.Trace.Steps)-1]; !strings.Contains(last.Error, "stalled") {
+		t.Fatalf("last step %+v", last)
+	}
+}
+
+type userRejects struct{}
+
+func (userRejects) Check(_ context.Context, _ *exec.Env, calls []exec.Call) []exec.Verdict {
+	return []exec.Verdict{{Decision: "rejected", Reason: "denied by user: rejected at the approval prompt"}}
+}
+
+func TestDenialObservationsAndExitCode(t *testing.T) {
+	h := newHarness(t, "")
+	h.ex.Gate = userRejects{}
+	res := h.run(`{"tool":"poke","args":{"msg":"a"}}`)
+	st := res.Trace.Steps[0]
+	if st.Observation != "denied by user: rejected at the approval prompt" {
+		t.Fatalf("observation %q", st.Observation)
+	}
+	// A tool that failed without a process exit status reports 1.
+	if st.ExitCode != 1 {
+		t.Fatalf("exit code %d", st.ExitCode)
+	}
+}

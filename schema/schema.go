@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -132,21 +133,12 @@ func normalize(v any) any {
 }
 
 // OneLine flattens a validation error tree into one line: the deepest causes,
-// each as "at /json/pointer: message", joined with "; ".
+// each as "at /json/pointer: message", joined with "; ". Under a oneOf whose
+// branches are told apart by a const (the action schema's "tool"), only the
+// branches whose const matched are reported, so the line names the real
+// problem instead of every other tool's arguments.
 func OneLine(ve *jsonschema.ValidationError) string {
-	var leaves []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			leaves = append(leaves, fmt.Sprintf("at %s: %s", loc, strings.ReplaceAll(e.ErrorKind.LocalizedString(printer), "\n", " ")))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
+	leaves := collect(ve)
 	sort.Strings(leaves)
 	leaves = dedupe(leaves)
 	const max = 4
@@ -154,6 +146,71 @@ func OneLine(ve *jsonschema.ValidationError) string {
 		leaves = append(leaves[:max], fmt.Sprintf("and %d more", len(leaves)-max))
 	}
 	return strings.Join(leaves, "; ")
+}
+
+func collect(e *jsonschema.ValidationError) []string {
+	if len(e.Causes) == 0 {
+		loc := "/" + strings.Join(e.InstanceLocation, "/")
+		return []string{fmt.Sprintf("at %s: %s", loc, strings.ReplaceAll(e.ErrorKind.LocalizedString(printer), "\n", " "))}
+	}
+	causes := e.Causes
+	if _, isOneOf := e.ErrorKind.(*kind.OneOf); isOneOf {
+		var matching, consts []*jsonschema.ValidationError
+		var want []string
+		for _, c := range causes {
+			if k := constMismatch(c); k != nil {
+				consts = append(consts, c)
+				want = append(want, fmt.Sprint(k.Want))
+				continue
+			}
+			matching = append(matching, c)
+		}
+		switch {
+		case len(matching) > 0 && len(consts) > 0:
+			causes = matching
+		case len(matching) == 0 && len(consts) > 0:
+			// No branch's const matched: say which values are allowed.
+			k := constMismatch(consts[0])
+			loc := "/" + strings.Join(constLocation(consts[0]), "/")
+			sort.Strings(want)
+			return []string{fmt.Sprintf("at %s: %q is not one of %s", loc, fmt.Sprint(k.Got), strings.Join(want, ", "))}
+		}
+	}
+	var out []string
+	for _, c := range causes {
+		out = append(out, collect(c)...)
+	}
+	return out
+}
+
+// constMismatch returns the const error directly under a oneOf branch, if any.
+func constMismatch(branch *jsonschema.ValidationError) *kind.Const {
+	for _, c := range branch.Causes {
+		if k, ok := c.ErrorKind.(*kind.Const); ok {
+			return k
+		}
+		// Property errors are grouped under the branch's "properties" node.
+		for _, cc := range c.Causes {
+			if k, ok := cc.ErrorKind.(*kind.Const); ok {
+				return k
+			}
+		}
+	}
+	return nil
+}
+
+func constLocation(branch *jsonschema.ValidationError) []string {
+	for _, c := range branch.Causes {
+		if _, ok := c.ErrorKind.(*kind.Const); ok {
+			return c.InstanceLocation
+		}
+		for _, cc := range c.Causes {
+			if _, ok := cc.ErrorKind.(*kind.Const); ok {
+				return cc.InstanceLocation
+			}
+		}
+	}
+	return nil
 }
 
 func dedupe(s []string) []string {

@@ -72,3 +72,17 @@ func TestActionSchemaPutsThoughtFirst(t *testing.T) {
 		t.Fatalf("property order thought=%d tool=%d args=%d in %s", th, tool, args, s)
 	}
 }
+
+func TestOneLineNamesTheIntendedBranch(t *testing.T) {
+	v := MustCompile(Action(tools, ThoughtOptions{Required: true, MinLength: 10}, false))
+	for _, tc := range []struct{ in, want string }{
+		{`{"thought":"short","tool":"final_answer","args":{"answer":"a"}}`, "at /thought: minLength: got 5, want 10"},
+		{`{"thought":"long enough thought","tool":"read_file","args":{"path":7}}`, "at /args/path: got number, want string"},
+		{`{"thought":"long enough thought","tool":"rm_rf","args":{}}`, `at /tool: "rm_rf" is not one of final_answer, read_file`},
+	} {
+		_, err := v.ValidateJSON([]byte(tc.in))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s:\n got %v\nwant %s", tc.in, err, tc.want)
+		}
+	}
+}

@@ -14,7 +14,7 @@ import (
 // directory); else script when --script is given; else none.
 func openBackend(s *config.Settings) (llm.Backend, map[string]any, error) {
 	name := s.Backend
-	var modelPath string
+	var modelPath, why string
 	if name == "" || name == "llama" {
 		p, err := models.Resolve(s.Model, s.ModelsDirectory())
 		switch {
@@ -30,6 +30,9 @@ func openBackend(s *config.Settings) (llm.Backend, map[string]any, error) {
 			if name == "llama" || s.Model != "" {
 				return nil, nil, badInput(err)
 			}
+			// A fixed plan needs no model, so a models directory that
+			// cannot pick one is only an error once a model is needed.
+			why = err.Error()
 		}
 	}
 	if name == "" {
@@ -41,7 +44,7 @@ func openBackend(s *config.Settings) (llm.Backend, map[string]any, error) {
 	}
 	switch name {
 	case "none":
-		return llm.None{}, map[string]any{"backend": "none"}, nil
+		return llm.None{Why: why}, map[string]any{"backend": "none"}, nil
 	case "script":
 		if s.Script == "" {
 			return nil, nil, badInputf("--backend script needs --script FILE")

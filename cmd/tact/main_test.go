@@ -178,5 +178,7 @@ func cmdSynthModel(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	path, err := synth.Ensure(synth.CacheDir(), size)
 	ts.Check(err)
-	ts.Check(os.Symlink(path, ts.MkAbs(args[1])))
+	dst := ts.MkAbs(args[1])
+	ts.Check(os.MkdirAll(filepath.Dir(dst), 0o755))
+	ts.Check(os.Symlink(path, dst))
 }

@@ -112,7 +112,14 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	defer backend.Close()
-	_, noModel := backend.(llm.None)
+	none, noModel := backend.(llm.None)
+	needModel := func(what, alternative string) error {
+		msg := what + " needs a model: give --model (or TACT_MODEL)" + alternative
+		if none.Why != "" {
+			msg += "; " + none.Why
+		}
+		return badInput(errors.New(msg))
+	}
 
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -129,6 +136,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		defer f.Close()
 		trace = react.NewTraceWriter(f, func(line string) string { return string(redactor.RedactJSON([]byte(line))) })
 	}
+	trace.Emit("run_start", map[string]any{"query": query, "mode": []string{"run", "plan", "exec"}[o.Mode], "backend": info["backend"]})
 
 	sampling := llm.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, Seed: s.Seed}
 	thought := schema.ThoughtOptions{Required: s.RequireThought, MinLength: s.MinThoughtLength}
@@ -140,12 +148,12 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		Sampling: sampling, MaxTokens: planMaxTokens(s), MaxSteps: maxPlanSteps, Info: info}
 
 	if s.NoPlan && noModel {
-		return badInputf("--no-plan needs a model: every action comes from it; give --model (or TACT_MODEL) or --script")
+		return needModel("--no-plan", " or --script; every action comes from the model")
 	}
 	var planUsage llm.Usage
 	if o.Mode != modeExec && !s.NoPlan {
 		if noModel {
-			return badInputf("planning needs a model: give --model (or TACT_MODEL), --script, or run a saved plan with `tact exec`")
+			return needModel("planning", ", --script, or run a saved plan with `tact exec`")
 		}
 		trace.Emit("planning", map[string]any{"query": query})
 		p, usage, err := pl.Plan(ctx, query, nil, nil)
@@ -157,27 +165,49 @@ func runCommand(ctx context.Context, o *runOptions) error {
 			// Let the executor end the run: it reports the timeout or
 			// cancellation like any other (result, trace event, message).
 			if o.Mode == modePlan {
-				return contextExit(ctx)
+				err := contextExit(ctx)
+				emitPlanEnd(trace, err, planUsage)
+				return err
 			}
 		case o.Mode == modeRun && isInvalidPlan(err):
 			// A bad plan is recorded, not fatal: the run continues as free ReAct.
 			slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
 			trace.Emit("plan_invalid", map[string]any{"error": err.Error()})
 		default:
-			return fmt.Errorf("planning: %w", err)
+			err = fmt.Errorf("planning: %w", err)
+			if o.Mode == modePlan {
+				emitPlanEnd(trace, err, planUsage)
+			}
+			return err
 		}
 	}
 	if o.Mode == modePlan {
 		if s.NoPlan {
 			return badInputf("tact plan: --no-plan makes no sense here")
 		}
-		return plan.WriteJSONL(o.IO.Out)
+		var buf bytes.Buffer
+		if err := plan.WriteJSONL(&buf); err != nil {
+			return err
+		}
+		var rows []json.RawMessage
+		for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+			rows = append(rows, json.RawMessage(l))
+		}
+		trace.Emit("plan", map[string]any{"plan": rows, "source": plan.Source, "token_usage": planUsage})
+		// Secrets never reach stdout, plans included.
+		_, err := o.IO.Out.Write(redactor.RedactJSON(buf.Bytes()))
+		emitPlanEnd(trace, err, planUsage)
+		return err
 	}
 	if plan != nil && noModel {
 		for _, st := range plan.Steps {
 			for k, v := range st.Args {
 				if kind, _ := planner.ClassifyArg(v); kind == planner.ArgFill {
-					return badInputf("%s:%d: argument %q is \"\" (fill from context), which needs a model; give --model or --script, or fix the value", plan.Source, st.Line, k)
+					msg := fmt.Sprintf("%s:%d: argument %q is \"\" (fill from context), which needs a model; give --model or --script, or fix the value", plan.Source, st.Line, k)
+					if none.Why != "" {
+						msg += "; " + none.Why
+					}
+					return badInput(errors.New(msg))
 				}
 			}
 		}
@@ -237,6 +267,27 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		return &exitError{Code: res.ExitCode(), Err: errSilent}
 	}
 	return nil
+}
+
+// emitPlanEnd closes the trace of `tact plan` with a termination event.
+func emitPlanEnd(trace *react.TraceWriter, err error, usage llm.Usage) {
+	reason, code := react.ReasonSuccess, 0
+	f := map[string]any{"token_usage": usage}
+	if err != nil {
+		reason, code = react.ReasonError, exitInternal
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.Code
+			if code == react.ReasonTimeout.ExitCode() {
+				reason = react.ReasonTimeout
+			} else if code == react.ReasonCancelled.ExitCode() {
+				reason = react.ReasonCancelled
+			}
+		}
+		f["message"] = err.Error()
+	}
+	f["reason"], f["exit_code"], f["success"] = reason, code, err == nil
+	trace.Emit("termination", f)
 }
 
 func isInvalidPlan(err error) bool {

@@ -359,9 +359,6 @@ func (r *run) iteration() {
 		r.perform(act, "plan", usage)
 		return
 	}
-	if e.Backend == nil {
-		return
-	}
 	act, usage, err := r.askModel()
 	if err != nil {
 		if errors.Is(err, llm.ErrNoModel) {

@@ -302,6 +302,18 @@ func (s *Step) NeedsModel() bool {
 	return false
 }
 
+// Rows is the plan as WriteJSONL writes it, one JSON object per row (for
+// trace events).
+func (p *Plan) Rows() []json.RawMessage {
+	var buf bytes.Buffer
+	_ = p.WriteJSONL(&buf) // writing to a buffer cannot fail
+	var rows []json.RawMessage
+	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		rows = append(rows, json.RawMessage(l))
+	}
+	return rows
+}
+
 // WriteJSONL writes the header (if any) and the steps, one object a line.
 func (p *Plan) WriteJSONL(w io.Writer) error {
 	enc := json.NewEncoder(w)

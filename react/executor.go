@@ -311,13 +311,7 @@ func (r *run) thoughtOptions() schema.ThoughtOptions {
 }
 
 func (r *run) emitPlan(event string, extra map[string]any) {
-	var buf bytes.Buffer
-	_ = r.plan.WriteJSONL(&buf)
-	var rows []json.RawMessage
-	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
-		rows = append(rows, json.RawMessage(append([]byte(nil), l...)))
-	}
-	f := map[string]any{"plan": rows, "source": r.plan.Source, "max_steps": r.st.MaxSteps}
+	f := map[string]any{"plan": r.plan.Rows(), "source": r.plan.Source, "max_steps": r.st.MaxSteps}
 	for k, v := range extra {
 		f[k] = v
 	}

@@ -158,9 +158,9 @@ func collect(e *jsonschema.ValidationError) []string {
 		var matching, consts []*jsonschema.ValidationError
 		var want []string
 		for _, c := range causes {
-			if k := constMismatch(c); k != nil {
-				consts = append(consts, c)
-				want = append(want, fmt.Sprint(k.Want))
+			if ce := branchConst(c); ce != nil {
+				consts = append(consts, ce)
+				want = append(want, fmt.Sprint(ce.ErrorKind.(*kind.Const).Want))
 				continue
 			}
 			matching = append(matching, c)
@@ -170,8 +170,8 @@ func collect(e *jsonschema.ValidationError) []string {
 			causes = matching
 		case len(matching) == 0 && len(consts) > 0:
 			// No branch's const matched: say which values are allowed.
-			k := constMismatch(consts[0])
-			loc := "/" + strings.Join(constLocation(consts[0]), "/")
+			k := consts[0].ErrorKind.(*kind.Const)
+			loc := "/" + strings.Join(consts[0].InstanceLocation, "/")
 			sort.Strings(want)
 			return []string{fmt.Sprintf("at %s: %q is not one of %s", loc, fmt.Sprint(k.Got), strings.Join(want, ", "))}
 		}
@@ -183,30 +183,16 @@ func collect(e *jsonschema.ValidationError) []string {
 	return out
 }
 
-// constMismatch returns the const error directly under a oneOf branch, if any.
-func constMismatch(branch *jsonschema.ValidationError) *kind.Const {
-	for _, c := range branch.Causes {
-		if k, ok := c.ErrorKind.(*kind.Const); ok {
-			return k
-		}
-		// Property errors are grouped under the branch's "properties" node.
-		for _, cc := range c.Causes {
-			if k, ok := cc.ErrorKind.(*kind.Const); ok {
-				return k
-			}
-		}
-	}
-	return nil
-}
-
-func constLocation(branch *jsonschema.ValidationError) []string {
+// branchConst returns the const error directly under a oneOf branch (or
+// under its "properties" node, where property errors are grouped), if any.
+func branchConst(branch *jsonschema.ValidationError) *jsonschema.ValidationError {
 	for _, c := range branch.Causes {
 		if _, ok := c.ErrorKind.(*kind.Const); ok {
-			return c.InstanceLocation
+			return c
 		}
 		for _, cc := range c.Causes {
 			if _, ok := cc.ErrorKind.(*kind.Const); ok {
-				return cc.InstanceLocation
+				return cc
 			}
 		}
 	}

@@ -189,11 +189,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		if err := plan.WriteJSONL(&buf); err != nil {
 			return err
 		}
-		var rows []json.RawMessage
-		for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
-			rows = append(rows, json.RawMessage(l))
-		}
-		trace.Emit("plan", map[string]any{"plan": rows, "source": plan.Source, "token_usage": planUsage})
+		trace.Emit("plan", map[string]any{"plan": plan.Rows(), "source": plan.Source, "token_usage": planUsage})
 		// Secrets never reach stdout, plans included.
 		_, err := o.IO.Out.Write(redactor.RedactJSON(buf.Bytes()))
 		emitPlanEnd(trace, err, planUsage)

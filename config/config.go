@@ -67,6 +67,8 @@ type Settings struct {
 	Policy      string        `envconfig:"TACT_POLICY" desc:"policy file (default $XDG_CONFIG_HOME/tact/policy.json)"`
 	ReadOnly    bool          `envconfig:"TACT_READ_ONLY" desc:"allow read tools only"`
 	DryRun      bool          `envconfig:"TACT_DRY_RUN" desc:"show each action and its decision; run read tools only"`
+	Sandbox     string        `envconfig:"TACT_SANDBOX" default:"workspace-write" desc:"kernel sandbox for run_command: workspace-write, read-only or off"`
+	NoNetwork   bool          `envconfig:"TACT_NO_NETWORK" desc:"run_command may not connect or bind TCP sockets (kernel-enforced where Landlock allows)"`
 	ToolTimeout time.Duration `envconfig:"TACT_TOOL_TIMEOUT" default:"60s" desc:"timeout of one run_command"`
 	Env         []string      `envconfig:"TACT_ENV" desc:"comma-separated KEY=VALUE pairs added to run_command's environment"`
 	Redact      []string      `envconfig:"TACT_REDACT" desc:"comma-separated regexps whose matches are replaced by [REDACTED]"`

@@ -117,6 +117,8 @@ func addRunFlags(f *pflag.FlagSet, s *config.Settings, mode runMode) {
 	f.StringVar(&s.Policy, "policy", s.Policy, "policy `FILE` (default $XDG_CONFIG_HOME/tact/policy.json)")
 	f.BoolVar(&s.ReadOnly, "read-only", s.ReadOnly, "allow read tools only")
 	f.BoolVar(&s.DryRun, "dry-run", s.DryRun, "show each action and its decision; run read tools only")
+	f.StringVar(&s.Sandbox, "sandbox", s.Sandbox, "kernel sandbox for run_command: workspace-write, read-only or off")
+	f.BoolVar(&s.NoNetwork, "no-network", s.NoNetwork, "run_command may not connect or bind TCP sockets")
 	f.DurationVar(&s.ToolTimeout, "tool-timeout", s.ToolTimeout, "timeout of one run_command")
 	f.StringArrayVar(&s.Env, "env", s.Env, "KEY=VALUE added to run_command's environment (repeatable)")
 	f.StringArrayVar(&s.Redact, "redact", s.Redact, "regexp whose matches are replaced by [REDACTED] (repeatable)")

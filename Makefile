@@ -56,7 +56,7 @@ warm:
 
 # Benchmark the embedded llama.cpp backend on a generated ~250M-parameter
 # Q8_0 model (made once into ~/.cache/tact-test-models) and print a markdown
-# report; e.g. BENCHFLAGS='-threads 4'. About 3-4 minutes on 2 idle cores.
+# report; e.g. BENCHFLAGS='-threads 4'. About 6-7 minutes on 2 idle cores.
 BENCHFLAGS ?=
 bench:
 	$(GO) run ./scripts/bench $(BENCHFLAGS)

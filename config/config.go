@@ -1,96 +1,449 @@
 // Package config is the one owner of every environment variable tact reads.
 // The CLI loads Settings from the environment, then binds its flags to the
 // same fields, so a flag given on the command line wins over the environment.
+//
+// A variable that does not parse is not fatal at load time: Load keeps the
+// default and records the problem in the Origin, and the CLI reports it only
+// for a command that uses the setting and only when no flag replaced it
+// (Origin.Check). Range checks live here too (Settings.Validate).
 package config
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
 	"time"
-
-	"github.com/kelseyhightower/envconfig"
 )
 
-// Settings holds every tunable. Field tags name the environment variable and
-// its default; the README's tables are generated from this struct's tags by
-// TestReadmeListsEveryVariable, so keep desc short and exact.
+// Settings holds every tunable. Field tags name the environment variable
+// (envconfig), its default, the flag that sets it and a description; the
+// README's variable table must list every envconfig name
+// (TestReadmeDocumentsContract), so keep desc short and exact.
+//
+// List variables: TACT_ALLOW_TOOLS is comma-separated (tool names have no
+// commas); the others hold one item a line (newline-separated), because
+// regexps, phrases and KEY=VALUE pairs may contain commas.
 type Settings struct {
 	// Run and I/O.
-	Workspace string        `envconfig:"TACT_WORKSPACE" default:"." desc:"directory tools work in; they never leave it"`
-	Trace     string        `envconfig:"TACT_TRACE" desc:"append JSONL trace events to this file"`
-	JSON      bool          `envconfig:"TACT_JSON" desc:"print one JSON result object instead of the bare answer"`
-	Query     string        `envconfig:"TACT_QUERY" desc:"query for plans without a header"`
-	Verbose   bool          `envconfig:"TACT_VERBOSE" desc:"debug logs on stderr (and llama.cpp's own logs)"`
-	Quiet     bool          `envconfig:"TACT_QUIET" desc:"only errors on stderr"`
-	Timeout   time.Duration `envconfig:"TACT_TIMEOUT" desc:"bound the whole run (0: none); exit 7 when hit"`
+	Workspace string        `envconfig:"TACT_WORKSPACE" flag:"workspace" default:"." desc:"directory tools work in; they never leave it"`
+	Trace     string        `envconfig:"TACT_TRACE" flag:"trace" desc:"append JSONL trace events to this file"`
+	JSON      bool          `envconfig:"TACT_JSON" flag:"json" desc:"print one JSON result object instead of the bare answer"`
+	Query     string        `envconfig:"TACT_QUERY" flag:"query" desc:"query for plans without a header"`
+	Verbose   bool          `envconfig:"TACT_VERBOSE" flag:"verbose" desc:"debug logs on stderr (and llama.cpp's own logs)"`
+	Quiet     bool          `envconfig:"TACT_QUIET" flag:"quiet" desc:"only errors on stderr"`
+	Timeout   time.Duration `envconfig:"TACT_TIMEOUT" flag:"timeout" desc:"bound the whole run (0: none); exit 7 when hit"`
 
 	// Executor.
-	AllowTools           []string `envconfig:"TACT_ALLOW_TOOLS" desc:"comma-separated tools the run may use (default: the tools the plan names)"`
-	NoPlan               bool     `envconfig:"TACT_NO_PLAN" desc:"free ReAct: no planner, the model picks every action"`
-	MaxIterations        int      `envconfig:"TACT_MAX_ITERATIONS" default:"10" desc:"action budget in --no-plan mode"`
-	RetryBuffer          int      `envconfig:"REACT_RETRY_BUFFER" default:"2" desc:"extra attempts beyond the plan's steps"`
-	ReplanThreshold      int      `envconfig:"REACT_REPLAN_FAILURE_THRESHOLD" default:"2" desc:"consecutive failed tool runs before replanning"`
-	StopWhen             string   `envconfig:"TACT_STOP_WHEN" desc:"jq expression over each finished step; true ends the run (exit 8)"`
-	ThoughtPrompt        string   `envconfig:"TACT_THOUGHT_PROMPT" desc:"replace the default thought prompt"`
-	RequireThought       bool     `envconfig:"TACT_REQUIRE_THOUGHT" default:"true" desc:"model actions must carry a substantive thought"`
-	MinThoughtLength     int      `envconfig:"TACT_MIN_THOUGHT_LENGTH" default:"10" desc:"minimum thought length in characters when thoughts are required"`
-	SuccessPhrases       []string `envconfig:"TACT_SUCCESS_PHRASES" desc:"comma-separated phrases in an observation that end the run as success"`
-	FailurePhrases       []string `envconfig:"TACT_FAILURE_PHRASES" desc:"comma-separated phrases in an answer or observation that mean failure (exit 3)"`
-	StallThreshold       int      `envconfig:"TACT_STALL_THRESHOLD" default:"3" desc:"identical actions in a row that end the run as stalled"`
-	MaxObservationTokens int      `envconfig:"TACT_MAX_OBSERVATION_TOKENS" default:"2000" desc:"observations are cut to about this many tokens"`
-	TokenBudget          int      `envconfig:"TACT_TOKEN_BUDGET" desc:"total tokens a run may spend (0: unlimited); exit 6 when hit"`
+	AllowTools           []string `envconfig:"TACT_ALLOW_TOOLS" flag:"allow-tools" split:"comma" desc:"comma-separated tools the run may use (default: the tools the plan names)"`
+	NoPlan               bool     `envconfig:"TACT_NO_PLAN" flag:"no-plan" desc:"free ReAct: no planner, the model picks every action"`
+	MaxIterations        int      `envconfig:"TACT_MAX_ITERATIONS" flag:"max-iterations" default:"10" desc:"action budget in --no-plan mode"`
+	RetryBuffer          int      `envconfig:"REACT_RETRY_BUFFER" flag:"retry-buffer" default:"2" desc:"extra attempts beyond the plan's steps"`
+	ReplanThreshold      int      `envconfig:"REACT_REPLAN_FAILURE_THRESHOLD" flag:"replan-threshold" default:"2" desc:"consecutive failed tool runs before replanning"`
+	StopWhen             string   `envconfig:"TACT_STOP_WHEN" flag:"stop-when" desc:"jq expression over each finished step; true ends the run (exit 8)"`
+	ThoughtPrompt        string   `envconfig:"TACT_THOUGHT_PROMPT" flag:"thought-prompt" desc:"replace the default thought prompt"`
+	RequireThought       bool     `envconfig:"TACT_REQUIRE_THOUGHT" flag:"require-thought" default:"true" desc:"model actions must carry a substantive thought"`
+	MinThoughtLength     int      `envconfig:"TACT_MIN_THOUGHT_LENGTH" flag:"min-thought-length" default:"10" desc:"minimum thought length in characters when thoughts are required"`
+	SuccessPhrases       []string `envconfig:"TACT_SUCCESS_PHRASES" flag:"success-phrase" desc:"phrases in an observation that end the run as success, one a line (newline-separated)"`
+	FailurePhrases       []string `envconfig:"TACT_FAILURE_PHRASES" flag:"failure-phrase" desc:"phrases in an answer or observation that mean failure (exit 3), one a line (newline-separated)"`
+	StallThreshold       int      `envconfig:"TACT_STALL_THRESHOLD" flag:"stall-threshold" default:"3" desc:"identical actions in a row that end the run as stalled"`
+	MaxObservationTokens int      `envconfig:"TACT_MAX_OBSERVATION_TOKENS" flag:"max-observation-tokens" default:"2000" desc:"observations are cut to about this many tokens"`
+	TokenBudget          int      `envconfig:"TACT_TOKEN_BUDGET" flag:"token-budget" desc:"total tokens a run may spend (0: unlimited); exit 6 when hit"`
 
 	// Backends and models.
-	Backend     string  `envconfig:"TACT_BACKEND" desc:"llama, script or none (default: llama with a model, script with --script, else none)"`
-	Script      string  `envconfig:"TACT_SCRIPT" desc:"JSONL file of canned replies for the script backend"`
-	Model       string  `envconfig:"TACT_MODEL" desc:"GGUF model path or name in the models directory"`
-	ModelsDir   string  `envconfig:"TACT_MODELS_DIR" desc:"models directory (default $XDG_DATA_HOME/tact/models)"`
-	Threads     int     `envconfig:"TACT_THREADS" desc:"inference threads (default: physical cores)"`
-	CtxSize     int     `envconfig:"TACT_CTX_SIZE" desc:"context window in tokens (default: the model's, at most 8192)"`
-	BatchSize   int     `envconfig:"TACT_BATCH_SIZE" default:"512" desc:"prompt batch size in tokens"`
-	FlashAttn   bool    `envconfig:"TACT_FLASH_ATTENTION" desc:"use flash attention"`
-	KVCacheType string  `envconfig:"TACT_KV_CACHE_TYPE" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
-	GPULayers   int     `envconfig:"TACT_GPU_LAYERS" desc:"layers to offload to a GPU backend (0: CPU only)"`
+	Backend     string  `envconfig:"TACT_BACKEND" flag:"backend" desc:"llama, script or none (default: llama with a model, script with --script, else none)"`
+	Script      string  `envconfig:"TACT_SCRIPT" flag:"script" desc:"JSONL file of canned replies for the script backend"`
+	Model       string  `envconfig:"TACT_MODEL" flag:"model" desc:"GGUF model path or name in the models directory"`
+	ModelsDir   string  `envconfig:"TACT_MODELS_DIR" flag:"models-dir" desc:"models directory (default $XDG_DATA_HOME/tact/models)"`
+	Threads     int     `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: physical cores; more than the CPUs present is capped with a warning)"`
+	CtxSize     int     `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens (default: the model's, at most 8192; refused when its KV cache cannot fit in memory)"`
+	BatchSize   int     `envconfig:"TACT_BATCH_SIZE" flag:"batch-size" default:"512" desc:"prompt batch size in tokens (1 to 65536)"`
+	FlashAttn   bool    `envconfig:"TACT_FLASH_ATTENTION" flag:"flash-attention" desc:"use flash attention"`
+	KVCacheType string  `envconfig:"TACT_KV_CACHE_TYPE" flag:"kv-cache-type" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
+	GPULayers   int     `envconfig:"TACT_GPU_LAYERS" flag:"gpu-layers" desc:"layers to offload to a GPU backend (0: CPU only)"`
 	LibDir      string  `envconfig:"TACT_LIB_DIR" desc:"directory of GPU backend libraries (default: lib/ollama beside the binary's directory)"`
-	Temperature float32 `envconfig:"TACT_TEMPERATURE" default:"0.2" desc:"sampling temperature (0: greedy)"`
-	TopK        int     `envconfig:"TACT_TOP_K" default:"40" desc:"top-k sampling"`
-	TopP        float32 `envconfig:"TACT_TOP_P" default:"0.95" desc:"top-p sampling"`
-	MinP        float32 `envconfig:"TACT_MIN_P" default:"0.05" desc:"min-p sampling"`
-	Seed        int     `envconfig:"TACT_SEED" default:"-1" desc:"sampling seed (-1: random); fix it for reproducible runs"`
-	MaxTokens   int     `envconfig:"TACT_MAX_TOKENS" default:"512" desc:"tokens a single model reply may generate"`
+	CPULock     bool    `envconfig:"TACT_CPU_LOCK" default:"true" desc:"take turns on the CPU with other tact processes for model work (false: compete)"`
+	Temperature float32 `envconfig:"TACT_TEMPERATURE" flag:"temperature" default:"0.2" desc:"sampling temperature, 0 to 10 (0: greedy)"`
+	TopK        int     `envconfig:"TACT_TOP_K" flag:"top-k" default:"40" desc:"top-k sampling (0: off, the whole vocabulary)"`
+	TopP        float32 `envconfig:"TACT_TOP_P" flag:"top-p" default:"0.95" desc:"top-p sampling, above 0 and at most 1 (1: off)"`
+	MinP        float32 `envconfig:"TACT_MIN_P" flag:"min-p" default:"0.05" desc:"min-p sampling, 0 to 1 (0: off)"`
+	Seed        int     `envconfig:"TACT_SEED" flag:"seed" default:"-1" desc:"sampling seed, 0 to 4294967295 (-1: random); fix it for reproducible runs"`
+	MaxTokens   int     `envconfig:"TACT_MAX_TOKENS" flag:"max-tokens" default:"512" desc:"tokens a single model reply may generate (0: until the context is full)"`
 
 	// Safety.
-	NoInput     bool          `envconfig:"TACT_NO_INPUT" desc:"never prompt, even on a terminal"`
-	Yes         bool          `envconfig:"TACT_YES" desc:"approve write/exec actions that no deny rule forbids"`
-	Policy      string        `envconfig:"TACT_POLICY" desc:"policy file (default $XDG_CONFIG_HOME/tact/policy.json)"`
-	ReadOnly    bool          `envconfig:"TACT_READ_ONLY" desc:"allow read tools only"`
-	DryRun      bool          `envconfig:"TACT_DRY_RUN" desc:"show each action and its decision; run read tools only"`
-	Sandbox     string        `envconfig:"TACT_SANDBOX" default:"workspace-write" desc:"kernel sandbox for run_command: workspace-write, read-only or off"`
-	NoNetwork   bool          `envconfig:"TACT_NO_NETWORK" desc:"run_command may not connect or bind TCP sockets (kernel-enforced where Landlock allows)"`
-	ToolTimeout time.Duration `envconfig:"TACT_TOOL_TIMEOUT" default:"60s" desc:"timeout of one run_command"`
-	Env         []string      `envconfig:"TACT_ENV" desc:"comma-separated KEY=VALUE pairs added to run_command's environment"`
-	Redact      []string      `envconfig:"TACT_REDACT" desc:"comma-separated regexps whose matches are replaced by [REDACTED]"`
+	NoInput     bool          `envconfig:"TACT_NO_INPUT" flag:"no-input" desc:"never prompt, even on a terminal"`
+	Yes         bool          `envconfig:"TACT_YES" flag:"yes" desc:"approve write/exec actions that no deny rule forbids"`
+	Policy      string        `envconfig:"TACT_POLICY" flag:"policy" desc:"policy file (default $XDG_CONFIG_HOME/tact/policy.json)"`
+	ReadOnly    bool          `envconfig:"TACT_READ_ONLY" flag:"read-only" desc:"allow read tools only"`
+	DryRun      bool          `envconfig:"TACT_DRY_RUN" flag:"dry-run" desc:"show each action and its decision; run read tools only"`
+	Sandbox     string        `envconfig:"TACT_SANDBOX" flag:"sandbox" default:"workspace-write" desc:"kernel sandbox for run_command: workspace-write, read-only or off"`
+	NoNetwork   bool          `envconfig:"TACT_NO_NETWORK" flag:"no-network" desc:"run_command may not connect or bind TCP sockets (kernel-enforced where Landlock allows)"`
+	ToolTimeout time.Duration `envconfig:"TACT_TOOL_TIMEOUT" flag:"tool-timeout" default:"60s" desc:"timeout of one run_command (0: the default)"`
+	Env         []string      `envconfig:"TACT_ENV" flag:"env" desc:"KEY=VALUE pairs added to run_command's environment, one a line (newline-separated)"`
+	Redact      []string      `envconfig:"TACT_REDACT" flag:"redact" desc:"regexps whose matches are replaced by [REDACTED], one a line (newline-separated)"`
 }
 
-// Load reads Settings from the environment.
-func Load() (*Settings, error) {
-	// An empty variable means "unset" (as in `TACT_NO_PLAN= tact ...`), not
-	// a value to parse.
-	t := reflect.TypeOf(Settings{})
+// Limits of the numeric settings (see Validate).
+const (
+	MaxTemperature = 10
+	MaxBatchSize   = 65536
+	MaxCtxSize     = 1 << 24 // far beyond any model; the real bound is memory (checked when the model loads)
+	MaxSeed        = math.MaxUint32
+)
+
+// Origin remembers where settings came from: the raw value of every variable
+// that was set, and the problem of each one that did not parse.
+type Origin struct {
+	raw      map[string]string // field name -> variable's value
+	problems map[string]string // field name -> why the value does not parse
+}
+
+// EnvError is a variable whose value tact cannot use.
+type EnvError struct {
+	Var, Value, Problem string
+}
+
+func (e *EnvError) Error() string {
+	return fmt.Sprintf("%s=%s: %s", e.Var, showValue(e.Value), e.Problem)
+}
+
+// FieldError is a setting out of range. Its message names the flag, and the
+// variable with its value when the value came from the environment.
+type FieldError struct {
+	Field, Flag, Var, Value, Problem string
+}
+
+func (e *FieldError) Error() string {
+	if e.Var != "" {
+		if e.Flag != "" {
+			return fmt.Sprintf("%s=%s (--%s): %s", e.Var, showValue(e.Value), e.Flag, e.Problem)
+		}
+		return fmt.Sprintf("%s=%s: %s", e.Var, showValue(e.Value), e.Problem)
+	}
+	if e.Flag != "" {
+		return fmt.Sprintf("--%s %s: %s", e.Flag, showValue(e.Value), e.Problem)
+	}
+	return fmt.Sprintf("%s %s: %s", e.Field, showValue(e.Value), e.Problem)
+}
+
+// showValue keeps messages on one line and short.
+func showValue(v string) string {
+	if len(v) > 60 {
+		v = v[:57] + "..."
+	}
+	if v == "" || strings.ContainsAny(v, " \t\r\n\"'\\") || !strconv.CanBackquote(v) {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// Load reads Settings from the environment. It never fails: a value that
+// does not parse keeps the field's default and is recorded in the Origin, so
+// `tact version` and `--help` work whatever the environment holds, and a
+// flag can replace a bad variable.
+func Load() (*Settings, *Origin) {
+	s := Defaults()
+	o := &Origin{raw: map[string]string{}, problems: map[string]string{}}
+	v := reflect.ValueOf(s).Elem()
+	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
-		if name := t.Field(i).Tag.Get("envconfig"); name != "" {
-			if v, ok := os.LookupEnv(name); ok && v == "" {
-				os.Unsetenv(name)
+		f := t.Field(i)
+		name := f.Tag.Get("envconfig")
+		raw, ok := os.LookupEnv(name)
+		// An empty variable means "unset" (as in `TACT_NO_PLAN= tact ...`).
+		if name == "" || !ok || raw == "" {
+			continue
+		}
+		o.raw[f.Name] = raw
+		if problem := setField(v.Field(i), f, raw); problem != "" {
+			o.problems[f.Name] = problem
+		}
+	}
+	return s, o
+}
+
+// Defaults is Settings with every field at its default.
+func Defaults() *Settings {
+	s := &Settings{}
+	v := reflect.ValueOf(s).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if d, ok := t.Field(i).Tag.Lookup("default"); ok {
+			if problem := setField(v.Field(i), t.Field(i), d); problem != "" {
+				panic(fmt.Sprintf("config: default of %s: %s", t.Field(i).Name, problem))
 			}
 		}
 	}
-	var s Settings
-	if err := envconfig.Process("", &s); err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+	return s
+}
+
+// setField parses raw into the field; it returns the problem, or "".
+func setField(v reflect.Value, f reflect.StructField, raw string) string {
+	switch v.Interface().(type) {
+	case string:
+		v.SetString(raw)
+	case bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(raw))
+		if err != nil {
+			return "not a boolean (want 1, 0, true or false)"
+		}
+		v.SetBool(b)
+	case int:
+		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 0)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				return "integer out of range"
+			}
+			return "not an integer"
+		}
+		v.SetInt(n)
+	case float32:
+		x, err := strconv.ParseFloat(strings.TrimSpace(raw), 32)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				return "number out of range"
+			}
+			return "not a number"
+		}
+		v.SetFloat(x)
+	case time.Duration:
+		d, err := time.ParseDuration(strings.TrimSpace(raw))
+		if err != nil {
+			return "not a duration (want a number with a unit, e.g. 90s, 5m or 1h30m)"
+		}
+		v.SetInt(int64(d))
+	case []string:
+		if f.Tag.Get("split") == "comma" {
+			v.Set(reflect.ValueOf(SplitComma(raw)))
+		} else {
+			v.Set(reflect.ValueOf(SplitLines(raw)))
+		}
+	default:
+		panic("config: unsupported field type " + f.Type.String())
 	}
-	return &s, nil
+	return ""
+}
+
+// SplitLines splits a list variable into its items, one a line. A trailing
+// "\r" is dropped (files edited on Windows) and blank lines are skipped; the
+// items are otherwise kept exactly, commas and spaces included.
+func SplitLines(v string) []string {
+	var out []string
+	for _, line := range strings.Split(v, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// SplitComma splits a comma-separated list of names, trimming spaces and
+// skipping empty items.
+func SplitComma(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// Check returns the first problem, in field order, among the settings a
+// command uses: a variable that did not parse, or a value out of range. A
+// setting whose flag was given on the command line is judged by the flag's
+// value alone; its variable is ignored. uses and fromFlag take field names.
+func (o *Origin) Check(s *Settings, uses, fromFlag func(field string) bool) error {
+	t := reflect.TypeOf(*s)
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !uses(f.Name) {
+			continue
+		}
+		flagged := fromFlag(f.Name)
+		if p, bad := o.problems[f.Name]; bad && !flagged {
+			return &EnvError{Var: f.Tag.Get("envconfig"), Value: o.raw[f.Name], Problem: p}
+		}
+		if fe := s.checkField(f.Name); fe != nil {
+			if raw, fromEnv := o.raw[f.Name]; fromEnv && !flagged {
+				fe.Var, fe.Value = f.Tag.Get("envconfig"), raw
+			}
+			return fe
+		}
+	}
+	return nil
+}
+
+// Name says where a setting's value came from, for messages: "--ctx-size"
+// when the flag was given (fromFlag) or the value is the default, else
+// "TACT_CTX_SIZE=VALUE (--ctx-size)".
+func (o *Origin) Name(field string, fromFlag bool) string {
+	flag := "--" + Flag(field)
+	if o == nil || fromFlag {
+		return flag
+	}
+	raw, fromEnv := o.raw[field]
+	if !fromEnv {
+		return flag
+	}
+	return fmt.Sprintf("%s=%s (%s)", Var(field), showValue(raw), flag)
+}
+
+// Var is the variable behind field, or "".
+func Var(field string) string {
+	f, ok := reflect.TypeOf(Settings{}).FieldByName(field)
+	if !ok {
+		return ""
+	}
+	return f.Tag.Get("envconfig")
+}
+
+// Flag is the flag name (without dashes) that sets field, or "".
+func Flag(field string) string {
+	f, ok := reflect.TypeOf(Settings{}).FieldByName(field)
+	if !ok {
+		return ""
+	}
+	return f.Tag.Get("flag")
+}
+
+// Fields lists the field names of Settings in order.
+func Fields() []string {
+	t := reflect.TypeOf(Settings{})
+	out := make([]string, t.NumField())
+	for i := range out {
+		out[i] = t.Field(i).Name
+	}
+	return out
+}
+
+// Validate checks that every setting is usable: numbers finite and in range,
+// enumerations known, KEY=VALUE pairs well formed. The error is a
+// *FieldError naming the flag.
+func (s *Settings) Validate() error {
+	for _, name := range Fields() {
+		if fe := s.checkField(name); fe != nil {
+			return fe
+		}
+	}
+	return nil
+}
+
+func (s *Settings) checkField(field string) *FieldError {
+	problem, value := s.fieldProblem(field)
+	if problem == "" {
+		return nil
+	}
+	return &FieldError{Field: field, Flag: Flag(field), Value: value, Problem: problem}
+}
+
+// fieldProblem says what is wrong with one field's value, and shows the value.
+func (s *Settings) fieldProblem(field string) (problem, value string) {
+	atLeast := func(n, min int) (string, string) {
+		if n < min {
+			if min == 0 {
+				return "must not be negative", strconv.Itoa(n)
+			}
+			return fmt.Sprintf("must be at least %d", min), strconv.Itoa(n)
+		}
+		return "", ""
+	}
+	between := func(n, lo, hi int) (string, string) {
+		if n < lo || n > hi {
+			return fmt.Sprintf("must be from %d to %d", lo, hi), strconv.Itoa(n)
+		}
+		return "", ""
+	}
+	unit := func(x float32, hi float64) (string, string) {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > hi {
+			return fmt.Sprintf("must be a finite number from 0 to %g", hi), strconv.FormatFloat(f, 'g', -1, 32)
+		}
+		return "", ""
+	}
+	duration := func(d time.Duration) (string, string) {
+		if d < 0 {
+			return "must not be negative", d.String()
+		}
+		return "", ""
+	}
+	switch field {
+	case "Timeout":
+		return duration(s.Timeout)
+	case "ToolTimeout":
+		return duration(s.ToolTimeout)
+	case "MaxIterations":
+		return atLeast(s.MaxIterations, 1)
+	case "RetryBuffer":
+		return atLeast(s.RetryBuffer, 0)
+	case "ReplanThreshold":
+		return atLeast(s.ReplanThreshold, 1)
+	case "MinThoughtLength":
+		return atLeast(s.MinThoughtLength, 0)
+	case "StallThreshold":
+		return atLeast(s.StallThreshold, 1)
+	case "MaxObservationTokens":
+		return atLeast(s.MaxObservationTokens, 1)
+	case "TokenBudget":
+		return atLeast(s.TokenBudget, 0)
+	case "Threads":
+		return atLeast(s.Threads, 0)
+	case "CtxSize":
+		return between(s.CtxSize, 0, MaxCtxSize)
+	case "BatchSize":
+		return between(s.BatchSize, 1, MaxBatchSize)
+	case "GPULayers":
+		return atLeast(s.GPULayers, 0)
+	case "MaxTokens":
+		return atLeast(s.MaxTokens, 0)
+	case "TopK":
+		return atLeast(s.TopK, 0)
+	case "Seed":
+		if s.Seed < -1 || int64(s.Seed) > MaxSeed {
+			return fmt.Sprintf("must be -1 (random) or from 0 to %d", int64(MaxSeed)), strconv.Itoa(s.Seed)
+		}
+	case "Temperature":
+		return unit(s.Temperature, MaxTemperature)
+	case "TopP":
+		// 0 would keep no token at all; 1 turns top-p off.
+		if f := float64(s.TopP); math.IsNaN(f) || f <= 0 || f > 1 {
+			return "must be a finite number above 0 and at most 1", strconv.FormatFloat(f, 'g', -1, 32)
+		}
+	case "MinP":
+		return unit(s.MinP, 1)
+	case "KVCacheType":
+		switch strings.ToLower(s.KVCacheType) {
+		case "", "f16", "q8_0", "q4_0":
+		default:
+			return "want f16, q8_0 or q4_0", s.KVCacheType
+		}
+	case "Env":
+		for _, kv := range s.Env {
+			if i := strings.IndexByte(kv, '='); i <= 0 {
+				return "want KEY=VALUE", kv
+			}
+		}
+	}
+	return "", ""
+}
+
+// CapThreads lowers Threads to the CPUs this process may run on: more
+// threads than CPUs only makes ggml's spinning workers fight for them. It
+// returns a warning to log when it capped, else "".
+func (s *Settings) CapThreads() string {
+	cpus := runtime.NumCPU() // the affinity mask's CPUs (sched_getaffinity)
+	if s.Threads > cpus {
+		w := fmt.Sprintf("--threads %d is more than the %d CPUs present; using %d", s.Threads, cpus, cpus)
+		s.Threads = cpus
+		return w
+	}
+	return ""
 }
 
 // DataDir is $XDG_DATA_HOME/tact (default ~/.local/share/tact).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -126,7 +127,7 @@ func (g *policyGate) decide(env *Env, c Call) (v Verdict, ask bool) {
 	}
 	allow, deny := g.pol.Match(env, c)
 	if deny != nil {
-		return dry(Verdict{Decision: DecisionDeny, Reason: "denied by policy: deny rule " + deny.String()}), false
+		return dry(Verdict{Decision: DecisionDeny, Reason: "denied by policy: deny rule " + deny.String() + denyNote(env, c, deny)}), false
 	}
 	if allow != nil {
 		return dry(Verdict{Allowed: true, Decision: DecisionAllow, Reason: "allowed by rule " + allow.String()}), false
@@ -137,7 +138,13 @@ func (g *policyGate) decide(env *Env, c Call) (v Verdict, ask bool) {
 	if g.o.Prompter != nil {
 		return Verdict{}, true
 	}
-	return dry(Verdict{Decision: DecisionDeny, Reason: ReasonUnattended}), false
+	reason := ReasonUnattended
+	if why := unanalysable(env, c); why != "" {
+		// Say why, so the model can write the command in a form allow
+		// rules can approve.
+		reason += " (tact cannot fully analyse this command, so no allow rule can approve it: " + why + ")"
+	}
+	return dry(Verdict{Decision: DecisionDeny, Reason: reason}), false
 }
 
 // ask runs the interactive phase for the calls at pending.
@@ -169,7 +176,7 @@ func (g *policyGate) ask(ctx context.Context, env *Env, calls []Call, pending []
 			verdicts[i] = Verdict{Decision: DecisionRejected, Reason: "denied by user: no answer at the approval prompt (" + stop.Error() + ")"}
 			continue
 		}
-		rule := AlwaysRule(env, c)
+		rule, noRule := g.alwaysRule(env, c)
 		var summary string
 		if len(pending) > 1 {
 			summary = fmt.Sprintf("\n[%d/%d] %s\n", k+1, len(pending), shortCall(env, c))
@@ -179,8 +186,12 @@ func (g *policyGate) ask(ctx context.Context, env *Env, calls []Call, pending []
 		} else {
 			summary = DescribeCall(env, c)
 		}
-		summary = redact(summary) + "Run this?"
 		options := []string{"yes", "always (don't ask again for " + redact(rule.String()) + ")", "no"}
+		if noRule != nil {
+			summary += "  (no \"always\": " + noRule.Error() + ")\n"
+			options = []string{"yes", "no"}
+		}
+		summary = redact(summary) + "Run this?"
 		ans, err := g.o.Prompter.Ask(ctx, summary, options)
 		switch {
 		case err != nil:
@@ -210,26 +221,88 @@ func (g *policyGate) addRule(rule Rule) {
 	}
 }
 
-// AlwaysRule is the rule a "don't ask again" answer adds for c: for a call
-// with a command, tool + its first word (and the second when it looks like a
-// subcommand: "git status"; the whole command line for shells, interpreters
-// and wrappers such as sh, env, sudo, xargs, python); for a call with a path, tool + the path's
-// directory plus "/**" (the file itself at the top level); else the tool.
-func AlwaysRule(env *Env, c Call) Rule {
+// alwaysRule is the rule an "always" answer saves for c, or why none is
+// offered. A rule is never saved with a secret in it (the policy file is
+// plain text on disk): one that would hold a secret is narrowed to the words
+// (or directories) before it when that still covers the call, and the
+// prompt shows the narrowed rule; otherwise "always" is not offered.
+func (g *policyGate) alwaysRule(env *Env, c Call) (Rule, error) {
+	rule, err := AlwaysRule(env, c)
+	if err != nil {
+		return Rule{}, err
+	}
+	red := g.o.Redactor
+	if !ruleHasSecret(red, rule) {
+		return rule, nil
+	}
+	if n, ok := narrowRule(env, c, rule, red); ok {
+		return n, nil
+	}
+	return Rule{}, errors.New("a rule for it would contain a secret, and tact never writes secrets to the policy file")
+}
+
+func ruleHasSecret(red *Redactor, r Rule) bool {
+	return red.Redact(r.Command) != r.Command || red.Redact(r.Path) != r.Path
+}
+
+// narrowRule shortens a rule holding a secret to its longest prefix (whole
+// words of a command, whole directories of a path) that holds none and still
+// covers the call; a command keeps at least its program, a path at least one
+// directory.
+func narrowRule(env *Env, c Call, r Rule, red *Redactor) (Rule, bool) {
+	covers := func(cand Rule) bool {
+		if ruleHasSecret(red, cand) || cand.validate() != nil {
+			return false
+		}
+		allow, _ := (&Policy{Allow: []Rule{cand}}).Match(env, c)
+		return allow != nil
+	}
+	switch {
+	case r.Command != "":
+		words := ruleWords(r.Command)
+		for k := len(words) - 1; k >= 1; k-- {
+			cand := Rule{Tool: r.Tool, Command: shellquote.Join(words[:k]...)}
+			if covers(cand) {
+				return cand, true
+			}
+		}
+	case r.Path != "":
+		segs := strings.Split(strings.TrimSuffix(r.Path, "/**"), "/")
+		for k := len(segs) - 1; k >= 1; k-- {
+			cand := Rule{Tool: r.Tool, Path: strings.Join(segs[:k], "/") + "/**"}
+			if covers(cand) {
+				return cand, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
+// AlwaysRule is the rule a "don't ask again" answer adds for c, built from
+// what the command analyser finds so that it covers c and no more than it
+// must:
+//   - a command that runs one program (after looking through wrappers such
+//     as env, nice, timeout and sh -c): that program (by name when it is the
+//     one PATH finds, else as typed) and its subcommand when the next word
+//     looks like one ("git status"); an interpreter (python, node, ...) with
+//     its whole argument list, as the script is what it runs;
+//   - a command that runs several programs, or one through a runner such as
+//     sudo: the whole command line, which matches only that exact line;
+//   - a command tact cannot fully analyse: no rule (an error saying why), as
+//     no allow rule can cover it;
+//   - a file tool: tool plus the path's directory and "/**" (the file itself
+//     at the top level).
+func AlwaysRule(env *Env, c Call) (Rule, error) {
 	f := factsOf(env, c)
 	r := Rule{Tool: f.tool}
 	switch {
-	case len(f.argv) > 0:
-		words := f.argv[:1]
-		switch {
-		case wrapperCommands[path.Base(f.argv[0])]:
-			// "sh" or "env" alone would approve any program; approve
-			// exactly this command line instead.
-			words = f.argv
-		case len(f.argv) > 1 && f.argv[1] != "" && !strings.HasPrefix(f.argv[1], "-"):
-			words = f.argv[:2]
+	case f.tool == commandTool && f.cmd == nil:
+		return Rule{}, errors.New("the command cannot be split into words")
+	case f.cmd != nil:
+		if !f.cmd.Complete {
+			return Rule{}, fmt.Errorf("tact cannot fully analyse this command (%s), so no allow rule can cover it", strings.Join(f.cmd.Problems, "; "))
 		}
-		r.Command = shellquote.Join(words...)
+		r.Command = alwaysCommand(f)
 	case f.hasPath && f.inside && f.path != ".":
 		if dir := path.Dir(f.path); dir != "." {
 			r.Path = escapeGlob(dir) + "/**"
@@ -240,17 +313,47 @@ func AlwaysRule(env *Env, c Call) Rule {
 	if r.Tool == "" && r.Command == "" && r.Path == "" {
 		r.Tool = "*"
 	}
-	return r
+	if err := r.validate(); err != nil {
+		return Rule{}, fmt.Errorf("no rule fits this call: %v", err)
+	}
+	if allow, _ := (&Policy{Allow: []Rule{r}}).Match(env, c); allow == nil {
+		return Rule{}, errors.New("no rule would cover exactly this call")
+	}
+	return r, nil
 }
 
-// wrapperCommands run whatever their arguments name, so a "don't ask again"
-// rule on their first word would be a blank cheque.
-var wrapperCommands = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "fish": true,
-	"env": true, "sudo": true, "doas": true, "su": true, "xargs": true, "exec": true,
-	"eval": true, "command": true, "nice": true, "nohup": true, "timeout": true,
-	"time": true, "watch": true, "find": true,
-	"python": true, "python3": true, "node": true, "perl": true, "ruby": true,
+// alwaysCommand picks the command words of an "always" rule (see AlwaysRule).
+func alwaysCommand(f callFacts) string {
+	var needed []Command
+	for _, c := range f.cmd.Commands {
+		if c.Kind != KindWrapper && c.Kind != KindBuiltin && c.Kind != KindFunction {
+			needed = append(needed, c)
+		}
+	}
+	if len(needed) == 0 && len(f.cmd.Commands) > 0 {
+		needed = f.cmd.Commands[:1]
+	}
+	if len(needed) != 1 || needed[0].Kind == KindRunner || needed[0].Kind == KindFunction {
+		return shellquote.Join(f.argv...)
+	}
+	c := needed[0]
+	prog := c.Name
+	if !c.OnPath {
+		prog = c.Typed
+	}
+	words := []string{prog}
+	switch {
+	case isInterpreter(c.Name):
+		for _, a := range c.Args {
+			if a.Dynamic {
+				return shellquote.Join(f.argv...)
+			}
+			words = append(words, a.Text)
+		}
+	case len(c.Args) > 0 && !c.Args[0].Dynamic && c.Args[0].Text != "" && !strings.HasPrefix(c.Args[0].Text, "-"):
+		words = append(words, c.Args[0].Text)
+	}
+	return shellquote.Join(words...)
 }
 
 // escapeGlob quotes glob metacharacters so a literal name matches itself.
@@ -304,7 +407,7 @@ func DescribeCall(env *Env, c Call) string {
 			fmt.Fprintf(&b, "  path: %s\n", f.path)
 		}
 	}
-	b.WriteString("  arguments: " + strings.TrimPrefix(indent(shownArgs(c.Args), "  "), "  ") + "\n")
+	b.WriteString("  arguments: " + strings.TrimPrefix(indent(shownArgs(redactArgs(env, c.Args)), "  "), "  ") + "\n")
 	return b.String()
 }
 

@@ -101,6 +101,14 @@ func TestGateDecisions(t *testing.T) {
 		{"dry run unattended", GateOptions{DryRun: true}, gtWrite, false, "deny", ReasonUnattended},
 		{"dry run yes", GateOptions{DryRun: true, Yes: true}, gtWrite, false, "allow", "--yes"},
 		{"nil tool", GateOptions{Yes: true}, Call{}, false, "deny", "unknown tool"},
+		// A deny rule wins over --yes however the command is wrapped, and
+		// one matched only by its words in an unanalysable call says so.
+		{"deny through wrapper beats yes", GateOptions{Yes: true, Policy: pol}, runCall("sudo -u root nice rm -rf build"), false, "deny", `denied by policy: deny rule tool=run_command command="rm"`},
+		{"deny by words", GateOptions{Yes: true, Policy: pol}, runCall(`sh -c 'c=rm; $c x'`), false, "deny", `deny rule tool=run_command command="rm" (the command cannot be fully analysed (the command name $c is only known when it runs) and contains the rule's words)`},
+		{"allow needs every command", GateOptions{Policy: pol}, runCall(`sh -c 'git status; touch x'`), false, "deny", ReasonUnattended},
+		{"allow looks through wrappers", GateOptions{Policy: pol}, runCall(`env LC_ALL=C sh -c 'cd sub && git status'`), true, "allow", `allowed by rule tool=run_command command="git status"`},
+		{"unanalysable unattended", GateOptions{Policy: pol}, runCall(`sh -c 'eval "$1"'`), false, "deny", ReasonUnattended + " (tact cannot fully analyse this command, so no allow rule can approve it: eval runs code built when it runs)"},
+		{"unanalysable with yes", GateOptions{Policy: pol, Yes: true}, runCall(`sh -c 'eval "$1"'`), true, "allow", "--yes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,19 +215,27 @@ func TestAlwaysRule(t *testing.T) {
 		{gtRm, Rule{Tool: "run_command", Command: "rm"}},
 		{gtCall("run_command", ClassExec, `{"command":"ls"}`), Rule{Tool: "run_command", Command: "ls"}},
 		{gtCall("run_command", ClassExec, `{"command":"'my tool' sub x"}`), Rule{Tool: "run_command", Command: "'my tool' sub"}},
-		{gtCall("run_command", ClassExec, `{"command":"sh -c 'rm -rf /'"}`), Rule{Tool: "run_command", Command: "sh -c 'rm -rf /'"}},
-		{gtCall("run_command", ClassExec, `{"command":"/usr/bin/env FOO=1 make"}`), Rule{Tool: "run_command", Command: "/usr/bin/env FOO=1 make"}},
+		// Wrappers and shells are looked through: the rule names what runs.
+		{gtCall("run_command", ClassExec, `{"command":"sh -c 'rm -rf /'"}`), Rule{Tool: "run_command", Command: "rm"}},
+		{gtCall("run_command", ClassExec, `{"command":"/usr/bin/env FOO=1 make"}`), Rule{Tool: "run_command", Command: "make"}},
+		{gtCall("run_command", ClassExec, `{"command":"nice -n 5 git -C sub status -s"}`), Rule{Tool: "run_command", Command: "git status"}},
+		{gtCall("run_command", ClassExec, `{"command":"/no/such/dir/tool run"}`), Rule{Tool: "run_command", Command: "/no/such/dir/tool run"}},
+		// Interpreters keep their arguments: the script is what they run.
+		{gtCall("run_command", ClassExec, `{"command":"python3 -m pytest -q"}`), Rule{Tool: "run_command", Command: "python3 -m pytest -q"}},
+		// Several programs, or a runner: exactly this command line.
+		{gtCall("run_command", ClassExec, `{"command":"sh -c 'git status; ls'"}`), Rule{Tool: "run_command", Command: "sh -c 'git status; ls'"}},
+		{gtCall("run_command", ClassExec, `{"command":"sudo -u root ls"}`), Rule{Tool: "run_command", Command: "sudo -u root ls"}},
 		{gtWrite, Rule{Tool: "write_file", Path: "src/**"}},
 		{gtCall("edit_file", ClassWrite, `{"path":"/ws/a/b/c.txt"}`), Rule{Tool: "edit_file", Path: "a/b/**"}},
 		{gtCall("write_file", ClassWrite, `{"path":"notes.md"}`), Rule{Tool: "write_file", Path: "notes.md"}},
 		{gtCall("write_file", ClassWrite, `{"path":"we*rd/x"}`), Rule{Tool: "write_file", Path: `we\*rd/**`}},
 		{gtCall("write_file", ClassWrite, `{"path":"../x"}`), Rule{Tool: "write_file"}},
-		{gtCall("other", ClassExec, `{}`), Rule{Tool: "other"}},
 	}
 	for _, tt := range tests {
-		got := AlwaysRule(env, tt.call)
-		if got != tt.want {
-			t.Errorf("AlwaysRule(%s) = %+v, want %+v", tt.call.Args, got, tt.want)
+		got, err := AlwaysRule(env, tt.call)
+		if err != nil || got != tt.want {
+			t.Errorf("AlwaysRule(%s) = %+v, %v; want %+v", tt.call.Args, got, err, tt.want)
+			continue
 		}
 		if err := got.validate(); err != nil {
 			t.Errorf("AlwaysRule(%s) is invalid: %v", tt.call.Args, err)
@@ -228,6 +244,100 @@ func TestAlwaysRule(t *testing.T) {
 		if a, _ := (&Policy{Allow: []Rule{got}}).Match(env, tt.call); a == nil {
 			t.Errorf("rule %v does not cover %s", got, tt.call.Args)
 		}
+	}
+	// No rule can cover what tact cannot analyse, nor a command that does
+	// not split.
+	for _, args := range []string{`{"command":"sh -c '$X'"}`, `{"command":"sh ./x.sh"}`, `{"command":"echo 'x"}`, `{}`} {
+		if r, err := AlwaysRule(env, gtCall("run_command", ClassExec, args)); err == nil {
+			t.Errorf("AlwaysRule(%s) = %+v, want an error", args, r)
+		}
+	}
+}
+
+// optionsPrompter answers from a list and records questions and options.
+type optionsPrompter struct {
+	answers []string
+	asked   []string
+	options [][]string
+}
+
+func (p *optionsPrompter) Ask(_ context.Context, summary string, options []string) (string, error) {
+	p.asked = append(p.asked, summary)
+	p.options = append(p.options, options)
+	if len(p.answers) == 0 {
+		return "", io.EOF
+	}
+	a := p.answers[0]
+	p.answers = p.answers[1:]
+	return a, nil
+}
+
+// "Always" never writes a secret to the policy file: the rule is narrowed to
+// the part before the secret when that still covers the call (and the
+// prompt shows the narrowed rule), else "always" is not offered.
+func TestGateAlwaysNeverSavesSecret(t *testing.T) {
+	const secret = "sekrit-value"
+	red, err := NewRedactor([]string{"API_TOKEN=" + secret}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Workspace: "/ws"}
+	tests := []struct {
+		name      string
+		call      Call
+		wantRule  string // the offered and saved rule; "" when none is offered
+		wantNote  string
+		answer    string
+		wantSaved bool
+	}{
+		{"command narrowed", runCall("mytool " + secret + " --verbose"), `tool=run_command command="mytool"`, "", "always", true},
+		{"path narrowed", gtCall("write_file", ClassWrite, `{"path":"out/`+secret+`/x.txt","content":"x"}`), `tool=write_file path="out/**"`, "", "always", true},
+		{"command not saved", runCall(`sh -c 'curl -u me:` + secret + ` x; ls'`), "", "a rule for it would contain a secret", "yes", false},
+		{"path not saved", gtCall("write_file", ClassWrite, `{"path":"`+secret+`/x.txt","content":"x"}`), "", "a rule for it would contain a secret", "yes", false},
+		{"unanalysable", runCall(`sh -c 'eval "$X"'`), "", "tact cannot fully analyse this command (eval runs code built when it runs)", "yes", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tact", "policy.json")
+			p := &optionsPrompter{answers: []string{tt.answer}}
+			v := NewGate(GateOptions{Prompter: p, PolicyPath: path, Redactor: red}).Check(t.Context(), env, []Call{tt.call})
+			if !v[0].Allowed || strings.Contains(v[0].Reason, secret) {
+				t.Fatalf("verdict = %+v", v[0])
+			}
+			if len(p.asked) != 1 || strings.Contains(p.asked[0], secret) || strings.Contains(strings.Join(p.options[0], " "), secret) {
+				t.Fatalf("prompt leaks the secret or was not shown: %q %q", p.asked, p.options)
+			}
+			opts := strings.Join(p.options[0], " | ")
+			if tt.wantRule != "" {
+				if want := "always (don't ask again for " + tt.wantRule + ")"; len(p.options[0]) != 3 || p.options[0][1] != want {
+					t.Errorf("options = %q, want %q offered", opts, want)
+				}
+			} else if len(p.options[0]) != 2 || strings.Contains(opts, "always") {
+				t.Errorf("options = %q, want only yes and no", opts)
+			}
+			if tt.wantNote != "" && !strings.Contains(p.asked[0], `(no "always": `+tt.wantNote) {
+				t.Errorf("question lacks the note %q:\n%s", tt.wantNote, p.asked[0])
+			}
+			data, err := os.ReadFile(path)
+			switch {
+			case tt.wantSaved && err != nil:
+				t.Fatalf("policy file not written: %v", err)
+			case !tt.wantSaved && err == nil:
+				t.Fatalf("policy file written: %s", data)
+			}
+			if strings.Contains(string(data), secret) {
+				t.Fatalf("policy file holds the secret:\n%s", data)
+			}
+			if tt.wantSaved {
+				pol, err := LoadPolicy(path)
+				if err != nil || len(pol.Allow) != 1 || pol.Allow[0].String() != tt.wantRule {
+					t.Fatalf("saved %+v, %v; want %s", pol, err, tt.wantRule)
+				}
+				if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+					t.Errorf("policy file mode %v, want 0600", st.Mode().Perm())
+				}
+			}
+		})
 	}
 }
 

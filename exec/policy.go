@@ -11,10 +11,13 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
-	"regexp"
+	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/kballard/go-shellquote"
 )
 
@@ -23,8 +26,10 @@ import (
 type Rule struct {
 	// Tool is a tool name or "*"; empty means any tool.
 	Tool string `json:"tool,omitempty"`
-	// Command matches run_command calls whose argv starts with these whole
-	// words: "git status" matches "git status -s", not "git statusx".
+	// Command matches run_command calls by the commands they run (see
+	// AnalyzeCommand): a command matches when its program name is the
+	// rule's first word and its arguments start with the rule's other whole
+	// words ("git status" matches "git status -s", not "git statusx").
 	Command string `json:"command,omitempty"`
 	// Path is a glob on the workspace-relative path of write_file/edit_file
 	// calls; "**" matches any number of directories.
@@ -57,19 +62,44 @@ type Policy struct {
 	Deny  []Rule `json:"deny"`
 }
 
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+// policyTools are the tools rules may name, with their classes.
+var policyTools = sync.OnceValue(func() map[string]Class {
+	m := map[string]Class{}
+	for _, t := range DefaultRegistry().List() {
+		m[t.Name()] = t.Class()
+	}
+	return m
+})
 
-// validate reports why a rule cannot be used, or nil.
+// pathTools take a workspace path that path rules match.
+var pathTools = map[string]bool{"write_file": true, "edit_file": true}
+
+// commandTool is the one tool with a command that command rules match.
+const commandTool = "run_command"
+
+// validate reports why a rule cannot be used, or nil. A rule that could
+// never match (a misspelt tool, a field its tool does not have, a read tool,
+// which policy never sees) is an error rather than a silently dead rule.
 func (r Rule) validate() error {
 	if r.Tool == "" && r.Command == "" && r.Path == "" {
 		return errors.New("empty rule: set tool, command or path")
 	}
-	if r.Tool != "" && r.Tool != "*" && !toolNameRE.MatchString(r.Tool) {
-		return fmt.Errorf("tool %q: not a tool name or \"*\"", r.Tool)
-	}
 	if r.Command != "" && r.Path != "" {
 		// No tool takes both, so such a rule would silently never match.
 		return errors.New("command and path cannot both be set (command is for run_command, path for write_file/edit_file)")
+	}
+	if r.Tool != "" && r.Tool != "*" {
+		class, ok := policyTools()[r.Tool]
+		switch {
+		case !ok:
+			return unknownToolError(r.Tool)
+		case class == ClassRead:
+			return fmt.Errorf("tool %q is a read tool: read tools always run and are never checked against policy, so this rule would never apply", r.Tool)
+		case r.Command != "" && r.Tool != commandTool:
+			return fmt.Errorf("\"command\" applies only to run_command, not %s", r.Tool)
+		case r.Path != "" && !pathTools[r.Tool]:
+			return fmt.Errorf("\"path\" applies only to write_file and edit_file, not %s", r.Tool)
+		}
 	}
 	if r.Command != "" {
 		words, err := shellquote.Split(r.Command)
@@ -79,6 +109,20 @@ func (r Rule) validate() error {
 		if len(words) == 0 {
 			return fmt.Errorf("command %q: no words", r.Command)
 		}
+		name := canonicalName(words[0])
+		if name == "" {
+			return fmt.Errorf("command %q: %q is not a program name", r.Command, words[0])
+		}
+		if g, ok := programGlobals[name]; ok {
+			args := make([]Word, len(words)-1)
+			for i, w := range words[1:] {
+				args[i] = Word{Text: w}
+			}
+			if rest, _ := skipGlobals(nil, name, args, g); rest > 0 {
+				fixed := shellquote.Join(append([]string{words[0]}, words[1+rest:]...)...)
+				return fmt.Errorf("command %q: %s's options before the subcommand are not matched (tact looks through them); write %q", r.Command, name, fixed)
+			}
+		}
 	}
 	if r.Path != "" {
 		if err := checkGlob(r.Path); err != nil {
@@ -86,6 +130,32 @@ func (r Rule) validate() error {
 		}
 	}
 	return nil
+}
+
+// unknownToolError names the tools rules may use and the closest one to a
+// typo.
+func unknownToolError(name string) error {
+	tools := policyTools()
+	var gated []string
+	for n, class := range tools {
+		if class != ClassRead {
+			gated = append(gated, n)
+		}
+	}
+	sort.Strings(gated)
+	known := strings.Join(gated, ", ") + " or \"*\""
+	norm := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(name)))
+	best, bestDist := "", -1
+	for n := range tools {
+		d := levenshtein.ComputeDistance(norm, n)
+		if bestDist < 0 || d < bestDist || (d == bestDist && n < best) {
+			best, bestDist = n, d
+		}
+	}
+	if best != "" && bestDist <= max(2, len(best)/4) {
+		return fmt.Errorf("unknown tool %q; did you mean %q? (rules name %s)", name, best, known)
+	}
+	return fmt.Errorf("unknown tool %q (rules name %s)", name, known)
 }
 
 // checkGlob accepts workspace-relative slash-separated globs; a leading "./"
@@ -154,6 +224,9 @@ type callFacts struct {
 	// cannot carry a write from an allowed directory into a denied one.
 	real       string
 	realInside bool
+	// cmd is run_command's analysed command line; nil for other tools or
+	// a command that cannot be split into words.
+	cmd *CommandAnalysis
 }
 
 func factsOf(env *Env, c Call) callFacts {
@@ -181,6 +254,10 @@ func factsOf(env *Env, c Call) callFacts {
 	if raw, ok := args["working_dir"]; ok {
 		_ = json.Unmarshal(raw, &f.workdir)
 	}
+	if f.tool == commandTool && f.argv != nil {
+		an := AnalyzeCommand(f.argv, analyzeOptions(env, f.workdir))
+		f.cmd = &an
+	}
 	if raw, ok := args["path"]; ok {
 		var p string
 		if json.Unmarshal(raw, &p) == nil && p != "" {
@@ -193,6 +270,26 @@ func factsOf(env *Env, c Call) callFacts {
 		}
 	}
 	return f
+}
+
+// analyzeOptions are the working directory and PATH run_command would use,
+// so the analyser resolves program names as the command will.
+func analyzeOptions(env *Env, workdir string) AnalyzeOptions {
+	if env == nil || env.Workspace == "" {
+		return AnalyzeOptions{}
+	}
+	if workdir == "" {
+		workdir = "."
+	}
+	dir, err := env.Resolve(workdir)
+	if err != nil {
+		dir = filepath.Join(env.Workspace, workdir)
+	}
+	path := fallbackPath
+	if childEnv, err := commandEnv(env.ExtraEnv); err == nil {
+		path = childEnvValue(childEnv, "PATH")
+	}
+	return AnalyzeOptions{Dir: dir, PATH: path, Resolve: true}
 }
 
 // workspaceRel makes p workspace-relative and slash-separated; inside is
@@ -243,24 +340,34 @@ func resolvedRel(env *Env, rel string) (string, bool) {
 	}
 }
 
-// matches reports whether r covers the call. forAllow makes paths that leave
-// the workspace unmatchable, so an allow rule can never approve them.
+// appliesTo reports whether r's tool (and the fields it sets) fit the call.
+func (r Rule) appliesTo(f callFacts) bool {
+	if r.Tool != "" && r.Tool != "*" && r.Tool != f.tool {
+		return false
+	}
+	if r.Command != "" && f.tool != commandTool {
+		return false // only run_command has a command
+	}
+	return true
+}
+
+// matches reports whether r covers the call, for deny rules and for allow
+// rules without a command (allowCommand decides those). forAllow makes
+// paths that leave the workspace unmatchable, so an allow rule can never
+// approve them.
 func (r Rule) matches(f callFacts, forAllow bool) bool {
 	if r.Tool == "" && r.Command == "" && r.Path == "" {
 		return false // an empty rule (only possible from code) matches nothing
 	}
-	if r.Tool != "" && r.Tool != "*" && r.Tool != f.tool {
+	if !r.appliesTo(f) {
 		return false
 	}
 	if r.Command != "" {
-		words, err := shellquote.Split(r.Command)
-		if err != nil || len(words) == 0 || len(f.argv) < len(words) {
+		if forAllow {
 			return false
 		}
-		for i, w := range words {
-			if f.argv[i] != w {
-				return false
-			}
+		if !r.denyCommand(f) {
+			return false
 		}
 	}
 	if r.Path != "" {
@@ -281,6 +388,142 @@ func (r Rule) matches(f callFacts, forAllow bool) bool {
 	return true
 }
 
+// ruleWords splits a rule's command; nil when it does not split.
+func ruleWords(command string) []string {
+	words, err := shellquote.Split(command)
+	if err != nil || len(words) == 0 {
+		return nil
+	}
+	return words
+}
+
+// denyCommand: a command deny rule matches when any command the call runs,
+// wrappers included, matches it (a word only known at run time matches any
+// rule word), or when the call is not fully analysable and all the rule's
+// words appear among the words of the call's text.
+func (r Rule) denyCommand(f callFacts) bool {
+	words := ruleWords(r.Command)
+	if words == nil || f.argv == nil {
+		return false
+	}
+	if hasPrefixWords(f.argv, words) {
+		return true
+	}
+	if f.cmd == nil {
+		return false
+	}
+	for _, c := range f.cmd.Commands {
+		if commandMatches(c, words, false) {
+			return true
+		}
+	}
+	return !f.cmd.Complete && wordsAppear(words, f.cmd.words)
+}
+
+func hasPrefixWords(argv, words []string) bool {
+	if len(argv) < len(words) {
+		return false
+	}
+	for i, w := range words {
+		if argv[i] != w {
+			return false
+		}
+	}
+	return true
+}
+
+// wordsAppear reports whether every word of the rule occurs among seen (the
+// program word by its base name).
+func wordsAppear(words []string, seen map[string]bool) bool {
+	for i, w := range words {
+		if i == 0 {
+			w = canonicalName(w)
+		}
+		for _, part := range wordSplitRE.Split(w, -1) {
+			if part != "" && !seen[part] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// commandMatches matches one analysed command against a rule's words. For
+// deny rules the program is compared by base name and symlink target, and a
+// dynamic argument matches anything. For allow rules a bare program name
+// must be the program PATH finds (not ./git), a name with a "/" must be the
+// path as typed, and every compared argument must be known.
+func commandMatches(c Command, words []string, forAllow bool) bool {
+	prog := words[0]
+	switch {
+	case !forAllow:
+		n := canonicalName(prog)
+		if n != c.Name && (c.Target == "" || n != c.Target) {
+			return false
+		}
+	case strings.Contains(prog, "/"):
+		if !strings.Contains(c.Typed, "/") || filepath.Clean(prog) != filepath.Clean(c.Typed) {
+			return false
+		}
+	default:
+		if prog != c.Name || !c.OnPath {
+			return false
+		}
+	}
+	for i, w := range words[1:] {
+		if i >= len(c.Args) {
+			return false
+		}
+		a := c.Args[i]
+		if a.Dynamic {
+			return !forAllow
+		}
+		if a.Text != w {
+			return false
+		}
+	}
+	return true
+}
+
+// allowCommand finds the allow rule that approves a run_command call by its
+// commands: the call must be fully analysable, and every command it runs
+// must be covered by an allow rule, except wrappers that only change how a
+// command runs, harmless builtins and function calls; at least one rule
+// must match. A rule spelling out the whole command line word for word
+// approves that exact (analysable) call too. It returns the rule covering
+// the first command.
+func (p *Policy) allowCommand(f callFacts) *Rule {
+	if f.cmd == nil || !f.cmd.Complete {
+		return nil
+	}
+	var first *Rule
+	for _, c := range f.cmd.Commands {
+		var hit *Rule
+		for i := range p.Allow {
+			r := &p.Allow[i]
+			if r.Command == "" || !r.appliesTo(f) {
+				continue
+			}
+			if words := ruleWords(r.Command); words != nil && commandMatches(c, words, true) {
+				hit = r
+				break
+			}
+		}
+		switch {
+		case hit != nil:
+			if first == nil {
+				first = hit
+			}
+		case (c.Kind == KindWrapper || c.Kind == KindBuiltin || c.Kind == KindFunction) && c.OnPath:
+			// Looked through; a wrapper typed as a path to some other file
+			// (./env) is an unknown program and needs its own rule.
+		default:
+			return nil
+		}
+	}
+	return first
+}
+
 // Match returns the first allow rule and the first deny rule that cover the
 // call (either may be nil). Callers let deny win.
 func (p *Policy) Match(env *Env, c Call) (allow, deny *Rule) {
@@ -294,13 +537,56 @@ func (p *Policy) Match(env *Env, c Call) (allow, deny *Rule) {
 			break
 		}
 	}
+	covering := p.allowCommand(f)
 	for i := range p.Allow {
-		if p.Allow[i].matches(f, true) {
-			allow = &p.Allow[i]
-			break
+		r := &p.Allow[i]
+		switch {
+		case r.Command == "":
+			if r.matches(f, true) {
+				return r, deny
+			}
+		case r == covering:
+			return r, deny
+		case r.appliesTo(f) && f.cmd != nil && f.cmd.Complete && slices.Equal(ruleWords(r.Command), f.argv):
+			// The whole command line, word for word.
+			return r, deny
 		}
 	}
-	return allow, deny
+	return nil, deny
+}
+
+// unanalysable says why c's command cannot be fully analysed, or "".
+func unanalysable(env *Env, c Call) string {
+	if c.Tool == nil || c.Tool.Name() != commandTool {
+		return ""
+	}
+	f := factsOf(env, c)
+	if f.cmd == nil || f.cmd.Complete {
+		return ""
+	}
+	return strings.Join(f.cmd.Problems, "; ")
+}
+
+// denyNote explains a command deny rule that matched only because the call
+// cannot be fully analysed and contains the rule's words.
+func denyNote(env *Env, c Call, r *Rule) string {
+	if r.Command == "" {
+		return ""
+	}
+	f := factsOf(env, c)
+	if f.cmd == nil || f.cmd.Complete {
+		return ""
+	}
+	words := ruleWords(r.Command)
+	if words == nil || hasPrefixWords(f.argv, words) {
+		return ""
+	}
+	for _, cmd := range f.cmd.Commands {
+		if commandMatches(cmd, words, false) {
+			return ""
+		}
+	}
+	return " (the command cannot be fully analysed (" + strings.Join(f.cmd.Problems, "; ") + ") and contains the rule's words)"
 }
 
 // policyFile keeps rules raw so each can be decoded strictly and errors can
@@ -341,7 +627,7 @@ func ParsePolicy(data []byte, name string) (*Policy, error) {
 func parseRules(name, list string, raws []json.RawMessage) ([]Rule, error) {
 	var out []Rule
 	for i, raw := range raws {
-		where := fmt.Sprintf("%s[%d]", list, i)
+		where := fmt.Sprintf("%s[%d] %s", list, i, ruleJSON(raw))
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		var r Rule
@@ -354,6 +640,24 @@ func parseRules(name, list string, raws []json.RawMessage) ([]Rule, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ruleJSON is a rule's JSON on one line, shortened, for error messages.
+func ruleJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		buf.Reset()
+		buf.Write(bytes.Join(bytes.Fields(raw), []byte(" ")))
+	}
+	s := buf.String()
+	if len(s) > 200 {
+		cut := 200
+		for cut > 0 && !utf8RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 // jsonError turns encoding/json errors into "name:line:col: reason".
@@ -452,9 +756,10 @@ func (p *Policy) marshal() ([]byte, error) {
 }
 
 // AppendRule adds r to the allow list of the policy file at path, creating
-// the file and its directories. Concurrent runs serialize on a lock file
-// (flock) beside it and the file is replaced by an atomic rename, so neither
-// a crash nor a second run loses rules. An identical rule is not added twice.
+// the file (0600) and its missing directories (0700); an existing file keeps
+// its mode. Concurrent runs serialize on a lock file (flock) beside it and
+// the file is replaced by an atomic rename, so neither a crash nor a second
+// run loses rules. An identical rule is not added twice.
 func AppendRule(path string, r Rule) error {
 	if path == "" {
 		return errors.New("policy: no policy file path")
@@ -467,7 +772,7 @@ func AppendRule(path string, r Rule) error {
 		path = real
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("policy %s: %w", path, err)
 	}
 	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
@@ -480,7 +785,7 @@ func AppendRule(path string, r Rule) error {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
 
-	mode := fs.FileMode(0o644)
+	mode := fs.FileMode(0o600)
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -507,8 +812,44 @@ func AppendRule(path string, r Rule) error {
 	if err != nil {
 		return fmt.Errorf("policy %s: %w", path, err)
 	}
-	if err := atomicWrite(path, out, mode); err != nil {
+	if err := replaceFile(path, out, mode); err != nil {
 		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	return nil
+}
+
+// replaceFile writes data to a temporary file beside path with mode and
+// renames it over path, so readers see the old or the new file, never half.
+func replaceFile(path string, data []byte, mode fs.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	tmp, err := os.CreateTemp(dir, "."+base+".tact-*.tmp") // created 0600
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync()
+		d.Close()
 	}
 	return nil
 }

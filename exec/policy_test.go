@@ -37,26 +37,39 @@ func TestParsePolicy(t *testing.T) {
 				Deny: []Rule{{Command: "rm"}, {Tool: "*", Path: "**/.env"}},
 			},
 		},
+		{name: "any tool with command or path", in: `{"deny":[{"tool":"*","command":"rm"},{"path":"x/**"}]}`, want: &Policy{Deny: []Rule{{Tool: "*", Command: "rm"}, {Path: "x/**"}}}},
 		{name: "empty file", in: "", want: &Policy{}},
 		{name: "whitespace", in: " \n\t", want: &Policy{}},
 		{name: "empty object", in: "{}", want: &Policy{}},
 		{name: "only deny", in: `{"deny":[{"tool":"run_command"}]}`, want: &Policy{Deny: []Rule{{Tool: "run_command"}}}},
 		{name: "unknown top-level field", in: `{"allow":[],"alow":[]}`, wantErr: `p.json: unknown field "alow"`},
-		{name: "unknown rule field", in: `{"allow":[{"tool":"x"},{"paht":"src/**"}]}`, wantErr: `p.json: allow[1]: unknown field "paht"`},
-		{name: "bad glob", in: `{"allow":[{"path":"src/[a"}]}`, wantErr: `p.json: allow[0]: path "src/[a": bad glob syntax`},
-		{name: "absolute glob", in: `{"deny":[{"path":"/etc/*"}]}`, wantErr: `deny[0]: path "/etc/*": glob must be relative`},
+		{name: "unknown rule field", in: `{"allow":[{"tool":"run_command"},{"paht":"src/**"}]}`, wantErr: `p.json: allow[1] {"paht":"src/**"}: unknown field "paht"`},
+		{name: "bad glob", in: `{"allow":[{"path":"src/[a"}]}`, wantErr: `p.json: allow[0] {"path":"src/[a"}: path "src/[a": bad glob syntax`},
+		{name: "absolute glob", in: `{"deny":[{"path":"/etc/*"}]}`, wantErr: `deny[0] {"path":"/etc/*"}: path "/etc/*": glob must be relative`},
 		{name: "dotdot glob", in: `{"allow":[{"path":"../x"}]}`, wantErr: `".." segments are not allowed`},
 		{name: "trailing slash glob", in: `{"allow":[{"path":"src/"}]}`, wantErr: `empty path segment`},
-		{name: "empty rule", in: `{"allow":[{}]}`, wantErr: `p.json: allow[0]: empty rule`},
-		{name: "comment-only rule", in: `{"deny":[{"comment":"x"}]}`, wantErr: `deny[0]: empty rule`},
+		{name: "empty rule", in: `{"allow":[{}]}`, wantErr: `p.json: allow[0] {}: empty rule`},
+		{name: "comment-only rule", in: `{"deny":[{"comment":"x"}]}`, wantErr: `deny[0] {"comment":"x"}: empty rule`},
 		{name: "command and path", in: `{"allow":[{"command":"ls","path":"x"}]}`, wantErr: `command and path cannot both be set`},
-		{name: "unbalanced quote", in: `{"allow":[{"command":"echo 'hi"}]}`, wantErr: `allow[0]: command "echo 'hi"`},
+		{name: "unbalanced quote", in: `{"allow":[{"command":"echo 'hi"}]}`, wantErr: `allow[0] {"command":"echo 'hi"}: command "echo 'hi"`},
 		{name: "blank command", in: `{"allow":[{"command":"   "}]}`, wantErr: `no words`},
-		{name: "bad tool name", in: `{"allow":[{"tool":"run command"}]}`, wantErr: `tool "run command": not a tool name`},
+		{name: "bad tool name", in: `{"allow":[{"tool":"run command"}]}`, wantErr: `unknown tool "run command"; did you mean "run_command"?`},
+		// Rules that could never match are errors, not silently dead rules.
+		{name: "tool typo", in: `{"deny":[{"tool":"run_comand","command":"rm"}]}`, wantErr: `p.json: deny[0] {"tool":"run_comand","command":"rm"}: unknown tool "run_comand"; did you mean "run_command"? (rules name edit_file, run_command, write_file or "*")`},
+		{name: "tool with dash", in: `{"deny":[{"tool":"write-file"}]}`, wantErr: `deny[0] {"tool":"write-file"}: unknown tool "write-file"; did you mean "write_file"?`},
+		{name: "tool case", in: `{"deny":[{"tool":"Edit_File"}]}`, wantErr: `unknown tool "Edit_File"; did you mean "edit_file"?`},
+		{name: "no such tool", in: `{"allow":[{"tool":"nosuchtool"}]}`, wantErr: `p.json: allow[0] {"tool":"nosuchtool"}: unknown tool "nosuchtool" (rules name edit_file, run_command, write_file or "*")`},
+		{name: "path on run_command", in: `{"deny":[{"tool":"run_command","path":"x"}]}`, wantErr: `deny[0] {"tool":"run_command","path":"x"}: "path" applies only to write_file and edit_file, not run_command`},
+		{name: "command on write_file", in: `{"deny":[{"tool":"write_file","command":"rm"}]}`, wantErr: `"command" applies only to run_command, not write_file`},
+		{name: "read tool", in: `{"deny":[{"tool":"read_file","path":".env"}]}`, wantErr: `tool "read_file" is a read tool: read tools always run and are never checked against policy`},
+		{name: "git global option in rule", in: `{"deny":[{"command":"git -C repo push"}]}`, wantErr: `command "git -C repo push": git's options before the subcommand are not matched (tact looks through them); write "git push"`},
+		{name: "kubectl global option in rule", in: `{"deny":[{"command":"kubectl -n prod delete"}]}`, wantErr: `write "kubectl delete"`},
+		{name: "not a program", in: `{"deny":[{"command":"/ x"}]}`, wantErr: `"/" is not a program name`},
+		{name: "long rule shortened", in: `{"allow":[{"tool":"` + strings.Repeat("x", 300) + `"}]}`, wantErr: `…: unknown tool`},
 		{name: "syntax error position", in: "{\n  \"allow\": [\n    {\"tool\": \"x\",}\n  ]\n}", wantErr: `p.json:3:19: invalid character '}'`},
 		{name: "truncated", in: `{"allow": [`, wantErr: `p.json:1:12: unexpected end of JSON`},
 		{name: "wrong type", in: `{"allow": "everything"}`, wantErr: `p.json:1:23: allow: expected array, got string`},
-		{name: "rule wrong type", in: `{"allow": [{"tool": 5}]}`, wantErr: `p.json: allow[0]: tool: expected string, got number`},
+		{name: "rule wrong type", in: `{"allow": [{"tool": 5}]}`, wantErr: `p.json: allow[0] {"tool":5}: tool: expected string, got number`},
 		{name: "top-level array", in: `[]`, wantErr: `p.json:1:2: value: expected object, got array`},
 		{name: "trailing data", in: `{} {}`, wantErr: `p.json:1:5: unexpected data after the policy object`},
 	}
@@ -163,7 +176,9 @@ func TestMatchCommandPrefix(t *testing.T) {
 		{"echo 'a b'", "echo a b", false},
 		{"ls", "", false},
 		{"ls", "echo 'unbalanced", false},
-		{"go test", "/usr/bin/go test", false}, // exact words: a path is a different word
+		{"go test", "/nonexistent/go test", false}, // not the go PATH finds
+		{"go test", "./go test", false},
+		{"./go test", "./go test -v", true}, // a rule naming a path matches that path
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule+"|"+tt.command, func(t *testing.T) {
@@ -250,6 +265,15 @@ func TestAppendRule(t *testing.T) {
 	}
 	if !reflect.DeepEqual(p.Allow, []Rule{r1}) {
 		t.Fatalf("allow = %+v", p.Allow)
+	}
+	// A new policy file is private, and so are the directories tact made.
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("new policy file mode = %v, want 0600", st.Mode().Perm())
+	}
+	for _, d := range []string{filepath.Dir(path), filepath.Dir(filepath.Dir(path))} {
+		if st, _ := os.Stat(d); st.Mode().Perm() != 0o700 {
+			t.Errorf("created directory %s mode = %v, want 0700", d, st.Mode().Perm())
+		}
 	}
 
 	// Existing rules (deny included) survive; a duplicate is not added again.

@@ -20,6 +20,7 @@ const minSecretLen = 4
 // [REDACTED]. The zero value and nil redact nothing.
 type Redactor struct {
 	replacer *strings.Replacer
+	lits     []string // literal secrets, longest first (for safe cuts)
 	res      []*regexp.Regexp
 }
 
@@ -59,7 +60,7 @@ func NewRedactor(environ []string, patterns []string) (*Redactor, error) {
 	}
 	// Longest first: a secret that contains another is replaced whole.
 	sort.SliceStable(lits, func(i, j int) bool { return len(lits[i]) > len(lits[j]) })
-	r := &Redactor{}
+	r := &Redactor{lits: lits}
 	if len(lits) > 0 {
 		pairs := make([]string, 0, 2*len(lits))
 		for _, l := range lits {
@@ -120,9 +121,18 @@ func (r *Redactor) RedactJSON(data []byte) []byte {
 	if r == nil || len(data) == 0 {
 		return data
 	}
-	out, err := rewriteJSONStrings(data, r.Redact)
+	return RedactJSONWith(data, r.Redact)
+}
+
+// RedactJSONWith is RedactJSON for any redacting function (redact may be
+// nil: data is returned as is).
+func RedactJSONWith(data []byte, redact func(string) string) []byte {
+	if redact == nil || len(data) == 0 {
+		return data
+	}
+	out, err := rewriteJSONStrings(data, redact)
 	if err != nil {
-		return []byte(r.Redact(string(data)))
+		return []byte(redact(string(data)))
 	}
 	return out
 }

@@ -46,12 +46,19 @@ func NewEnv(workspace string) (*Env, error) {
 // tail, such as a file about to be created, is kept as written), and the
 // result must lie inside the workspace: `..` escapes, absolute paths
 // elsewhere and symlinks leading out are refused. The returned path has no
-// symlinks in its existing part, so tools operate on exactly what was checked.
+// symlinks in its existing part as it stood when checked. The file tools do
+// not trust that to last: they open it through the workspace's os.Root (see
+// root.go), which refuses whatever a later swap would make lead out.
 func (e *Env) Resolve(path string) (string, error) {
 	ws, err := e.workspace()
 	if err != nil {
 		return "", err
 	}
+	return resolveIn(ws, path)
+}
+
+// resolveIn is Resolve for the real workspace path ws.
+func resolveIn(ws, path string) (string, error) {
 	if path == "" {
 		return "", errors.New("empty path")
 	}
@@ -68,12 +75,27 @@ func (e *Env) Resolve(path string) (string, error) {
 	}
 	real, err := resolveReal(p)
 	if err != nil {
-		return "", fmt.Errorf("path %q: %w", path, err)
+		var nd notDirError
+		if errors.As(err, &nd) {
+			if !insideDir(ws, nd.dir) {
+				return "", escapeError(path)
+			}
+			return "", fmt.Errorf("path %q: %s is not a directory", path, relTo(ws, nd.dir))
+		}
+		return "", fmt.Errorf("path %q: %w", path, unwrapPathError(err))
 	}
 	if !insideDir(ws, real) {
-		return "", fmt.Errorf("path %q escapes the workspace through a symlink (to %s)", path, real)
+		// The target is not named: it lies outside, where the model has no
+		// business looking.
+		return "", escapeError(path)
 	}
 	return real, nil
+}
+
+// escapeError is the refusal of a path that leaves the workspace through a
+// symlink, whether found by Resolve or by the kernel during the open.
+func escapeError(path string) error {
+	return fmt.Errorf("path %q escapes the workspace through a symlink", path)
 }
 
 // Rel returns abs relative to the workspace with forward slashes, for
@@ -83,6 +105,11 @@ func (e *Env) Rel(abs string) string {
 	if err != nil {
 		return abs
 	}
+	return relTo(ws, abs)
+}
+
+// relTo is Rel for the real workspace path ws.
+func relTo(ws, abs string) string {
 	r, err := filepath.Rel(ws, abs)
 	if err != nil {
 		return abs
@@ -184,7 +211,7 @@ func resolveReal(p string) (string, error) {
 				continue
 			}
 			if errors.Is(err, syscall.ENOTDIR) {
-				return "", fmt.Errorf("%s is not a directory", cur)
+				return "", notDirError{cur}
 			}
 			return "", err
 		}
@@ -210,6 +237,12 @@ func resolveReal(p string) (string, error) {
 	}
 	return cur, nil
 }
+
+// notDirError says that dir, met while resolving, is not a directory; Resolve
+// names it only when it lies inside the workspace.
+type notDirError struct{ dir string }
+
+func (e notDirError) Error() string { return e.dir + " is not a directory" }
 
 func splitPathParts(p string) []string {
 	return strings.Split(p, string(filepath.Separator))
@@ -237,44 +270,16 @@ func fileKindName(m fs.FileMode) string {
 	}
 }
 
-// openRegular resolves path and opens it for reading, refusing anything but
-// a regular file. O_NONBLOCK keeps a FIFO swapped in between the check and
-// the open from blocking the open; the mode is checked again on the open
-// descriptor for the same reason.
-func (e *Env) openRegular(path string) (*os.File, fs.FileInfo, string, error) {
-	real, err := e.Resolve(path)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	fi, err := os.Lstat(real)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("%s: %w", path, unwrapPathError(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, "", fmt.Errorf("%s is %s, not a regular file", path, fileKindName(fi.Mode()))
-	}
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("open %s: %w", path, unwrapPathError(err))
-	}
-	fi, err = f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, "", fmt.Errorf("stat %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, "", fmt.Errorf("%s is %s, not a regular file", path, fileKindName(fi.Mode()))
-	}
-	return f, fi, real, nil
-}
-
-// unwrapPathError drops the *PathError wrapper so messages name the path the
-// model gave, not the resolved absolute path.
+// unwrapPathError drops the *PathError (or *LinkError, from a rename)
+// wrapper so messages name the path the model gave, not the resolved path.
 func unwrapPathError(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
 	}
 	return err
 }

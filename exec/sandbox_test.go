@@ -225,3 +225,25 @@ func TestResolveHandBuiltEnvThroughSymlink(t *testing.T) {
 		t.Fatalf("Rel = %q", rel)
 	}
 }
+
+// A refusal names the path the model gave and nothing outside the
+// workspace: not a symlink's target, not a directory met on the way there.
+func TestResolveErrorsNeverNameOutside(t *testing.T) {
+	env, outside := twLayout(t)
+	twWrite(t, filepath.Join(outside, "plain"), "x")
+	for _, tc := range []struct{ path, want string }{
+		{"link_out/secret", `path "link_out/secret" escapes the workspace through a symlink`},
+		{"abs_out", `path "abs_out" escapes the workspace through a symlink`},
+		{"link_out/plain/x", `path "link_out/plain/x" escapes the workspace through a symlink`},
+		{"dangling_out", `path "dangling_out" escapes the workspace through a symlink`},
+		{"dir/file.txt/x", `path "dir/file.txt/x": dir/file.txt is not a directory`},
+	} {
+		_, err := env.Resolve(tc.path)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Resolve(%q) = %v, want %q", tc.path, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), outside) {
+			t.Errorf("Resolve(%q) error names the outside path: %v", tc.path, err)
+		}
+	}
+}

@@ -27,9 +27,16 @@ type Env struct {
 	OutputCap   int           // bytes kept of a command's stdout/stderr; 0 means DefaultOutputCap
 	ReadCap     int64         // bytes read_file/jq will read; 0 means DefaultReadCap
 	ExtraEnv    []string      // KEY=VALUE pairs added to run_command's allow-listed environment
+	// Redactor, when set, makes tools that cut output (run_command's
+	// capture, read_file's cap) cut only where no secret is split.
+	Redactor *Redactor
 	// KillGrace is how long a terminated process group gets between SIGTERM
 	// and SIGKILL; 0 means DefaultKillGrace.
 	KillGrace time.Duration
+	// Sandbox is run_command's Landlock mode; "" means SandboxWorkspaceWrite.
+	Sandbox SandboxMode
+	// NoNetwork forbids run_command TCP connect and bind (Landlock ABI 4+).
+	NoNetwork bool
 }
 
 const (

@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/itchyny/gojq"
+	"github.com/tactcli/tact/internal/jqx"
 )
 
 // Jq is the jq tool.
@@ -41,26 +41,21 @@ func (t Jq) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 	if hasInput == hasPath {
 		return toolFail(errors.New("jq: give exactly one of input and path"))
 	}
-	q, err := gojq.Parse(filter)
-	if err != nil {
-		return toolFail(fmt.Errorf("jq: bad filter %q: %v", filter, err))
-	}
 	// No environment loader: $ENV and env stay empty, so a filter cannot
 	// read tact's environment; no module loader, so no file access.
-	code, err := gojq.Compile(q, gojq.WithEnvironLoader(func() []string { return nil }))
-	if err != nil {
+	if _, err := jqx.Compile(filter); err != nil {
 		return toolFail(fmt.Errorf("jq: bad filter %q: %v", filter, err))
 	}
 
 	var data []byte
 	source := "input"
+	limit := env.readCap()
 	if hasPath {
 		source = path
 		f, _, _, err := env.openRegular(path)
 		if err != nil {
 			return toolFail(fmt.Errorf("jq: %w", err))
 		}
-		limit := env.readCap()
 		data, err = io.ReadAll(io.LimitReader(f, limit+1))
 		f.Close()
 		if err != nil {
@@ -71,74 +66,67 @@ func (t Jq) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 		}
 	} else {
 		data = []byte(input)
+		if int64(len(data)) > limit {
+			return toolFail(fmt.Errorf("jq: input is larger than the read cap of %d bytes", limit))
+		}
 	}
-
-	values, err := decodeJSONStream(data)
-	if err != nil {
+	if err := checkJSONStream(data); err != nil {
 		return toolFail(fmt.Errorf("jq: %s is not valid JSON: %v", source, err))
 	}
 
-	// A filter can generate without end (repeat, range(1e12)): bound its time
-	// like a command's and its output by the output cap.
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, env.toolTimeout())
-	defer cancel()
-	limit := env.outputCap()
+	// The filter runs in a child process bounded in time (the tool timeout:
+	// repeat, range(1e12) and `def f: f; f` end there) and in memory
+	// (jqx.DefaultMemory: "x" * 1e9 or [range(1e9)] end there); its output
+	// is bounded by the output cap.
+	outCap := env.outputCap()
+	res, err := jqx.Eval(ctx, jqx.Request{Expr: filter, Input: data, MaxOutput: outCap, Timeout: env.toolTimeout()})
 	var out strings.Builder
-	for _, v := range values {
-		iter := code.RunWithContext(ctx, v)
-		for {
-			r, ok := iter.Next()
-			if !ok {
+	if res != nil {
+		for _, b := range res.Results {
+			if out.Len()+len(b)+1 > outCap {
+				res.Cut = true
 				break
-			}
-			if err, isErr := r.(error); isErr {
-				var halt *gojq.HaltError
-				if errors.As(err, &halt) && halt.Value() == nil {
-					return Result{Output: out.String()} // plain halt: stop quietly
-				}
-				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-					if perr := parent.Err(); perr != nil {
-						return Result{Output: out.String(), Err: fmt.Errorf("jq: canceled: %w", perr)}
-					}
-					return Result{Output: out.String(), Err: fmt.Errorf("jq: filter timed out after %s", shortDuration(env.toolTimeout()))}
-				}
-				return Result{Output: out.String(), Err: fmt.Errorf("jq: %v", err)}
-			}
-			b, err := gojq.Marshal(r)
-			if err != nil {
-				return Result{Output: out.String(), Err: fmt.Errorf("jq: encode result: %v", err)}
-			}
-			if out.Len()+len(b)+1 > limit {
-				fmt.Fprintf(&out, "[jq: output cut at %d bytes]\n", limit)
-				return Result{Output: out.String()}
 			}
 			out.Write(b)
 			out.WriteByte('\n')
 		}
+		if res.Cut {
+			fmt.Fprintf(&out, "[jq: output cut at %d bytes]\n", outCap)
+		}
 	}
-	return Result{Output: out.String()}
+	var limitErr *jqx.LimitError
+	var filterErr *jqx.FilterError
+	switch {
+	case err == nil:
+		return Result{Output: out.String()}
+	case errors.As(err, &limitErr):
+		return Result{Output: out.String(), Err: err}
+	case errors.As(err, &filterErr):
+		return Result{Output: out.String(), Err: fmt.Errorf("jq: %v", err)}
+	case ctx.Err() != nil:
+		return Result{Output: out.String(), Err: fmt.Errorf("jq: canceled: %w", ctx.Err())}
+	}
+	return Result{Output: out.String(), Err: err}
 }
 
-// decodeJSONStream parses every JSON value in data (jq accepts a stream).
-// Numbers stay json.Number so big integers survive; gojq understands them.
-func decodeJSONStream(data []byte) ([]any, error) {
+// checkJSONStream checks that data is a stream of one or more JSON values
+// without building them (the child builds them, within its memory bound).
+func checkJSONStream(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var values []any
+	n := 0
 	for {
-		var v any
-		err := dec.Decode(&v)
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		values = append(values, v)
+		n++
 	}
-	if len(values) == 0 {
-		return nil, errors.New("no JSON value")
+	if n == 0 {
+		return errors.New("no JSON value")
 	}
-	return values, nil
+	return nil
 }

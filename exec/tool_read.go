@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -62,9 +61,9 @@ func (t ReadFile) Run(ctx context.Context, env *Env, raw json.RawMessage) Result
 		return toolFail(fmt.Errorf("read_file: %w", err))
 	}
 	defer f.Close()
-	out, err := readLines(f, fi.Size(), path, offset, limit, env.readCap())
+	out, err := readLines(f, fi.Size(), path, offset, limit, env.readCap(), env.Redactor)
 	if err != nil {
-		return toolFail(fmt.Errorf("read_file: %s: %w", path, err))
+		return toolFail(fmt.Errorf("read_file: %s: %w", path, unwrapPathError(err)))
 	}
 	return Result{Output: out}
 }
@@ -73,7 +72,7 @@ func (t ReadFile) Run(ctx context.Context, env *Env, raw json.RawMessage) Result
 // holding at most readCap bytes, with a bracketed note at the end when the
 // text was cut. Memory stays within readCap plus the reader's buffer however
 // long the file or its lines are.
-func readLines(r io.Reader, size int64, name string, offset, limit int, readCap int64) (string, error) {
+func readLines(r io.Reader, size int64, name string, offset, limit int, readCap int64, red *Redactor) (string, error) {
 	br := bufio.NewReaderSize(r, 64*1024)
 	head, err := br.Peek(binarySniff)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
@@ -105,6 +104,7 @@ func readLines(r io.Reader, size int64, name string, offset, limit int, readCap 
 		if int64(out.Len()+len(chunk)) > readCap {
 			n := int(readCap) - out.Len()
 			out.Write(chunk[:n])
+			out.Truncate(safeCapEnd(red, out.Bytes(), chunk[n:], br)) // never end inside a secret
 			capped = true
 			break
 		}
@@ -184,20 +184,14 @@ func (t ListFiles) Run(ctx context.Context, env *Env, raw json.RawMessage) Resul
 	if path == "" {
 		path = "."
 	}
-	real, err := env.Resolve(path)
+	p, err := env.locate(path)
 	if err != nil {
 		return toolFail(fmt.Errorf("list_files: %w", err))
 	}
-	fi, err := os.Stat(real)
+	defer p.Close()
+	entries, err := p.readDir()
 	if err != nil {
-		return toolFail(fmt.Errorf("list_files: %s: %w", path, unwrapPathError(err)))
-	}
-	if !fi.IsDir() {
-		return toolFail(fmt.Errorf("list_files: %s is %s, not a directory", path, fileKindName(fi.Mode())))
-	}
-	entries, err := os.ReadDir(real)
-	if err != nil {
-		return toolFail(fmt.Errorf("list_files: %s: %w", path, unwrapPathError(err)))
+		return toolFail(fmt.Errorf("list_files: %w", err))
 	}
 	if len(entries) == 0 {
 		return Result{Output: fmt.Sprintf("[list_files: %s is empty]", path)}
@@ -211,8 +205,9 @@ func (t ListFiles) Run(ctx context.Context, env *Env, raw json.RawMessage) Resul
 		name := de.Name()
 		isDir := de.IsDir()
 		if de.Type()&fs.ModeSymlink != 0 {
-			// A symlink to a directory lists like one: it can be listed too.
-			if st, err := os.Stat(filepath.Join(real, name)); err == nil && st.IsDir() {
+			// A symlink to a directory inside the workspace lists like one:
+			// it can be listed too. One leading out cannot, and does not.
+			if st, err := p.root.Stat(relJoin(p.rel, name)); err == nil && st.IsDir() {
 				isDir = true
 			}
 		}
@@ -264,39 +259,29 @@ func (t SearchFiles) Run(ctx context.Context, env *Env, raw json.RawMessage) Res
 	if err != nil {
 		return toolFail(fmt.Errorf("search_files: bad pattern %q: %w", pattern, err))
 	}
-	root, err := env.Resolve(path)
+	p, err := env.locate(path)
 	if err != nil {
 		return toolFail(fmt.Errorf("search_files: %w", err))
 	}
-	fi, err := os.Stat(root)
+	defer p.Close()
+	fi, err := p.root.Stat(p.rel)
 	if err != nil {
-		return toolFail(fmt.Errorf("search_files: %s: %w", path, unwrapPathError(err)))
+		return toolFail(fmt.Errorf("search_files: %w", p.fail(err)))
 	}
 	s := &searcher{env: env, re: re, readCap: env.readCap()}
 	if fi.Mode().IsRegular() {
-		err = s.file(ctx, root)
+		var f *os.File
+		if f, err = p.root.OpenFile(p.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0); err != nil {
+			return toolFail(fmt.Errorf("search_files: %w", p.fail(err)))
+		}
+		err = s.file(ctx, f, p.rel)
 	} else if fi.IsDir() {
-		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil // unreadable entry: skip it, keep searching
-			}
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-			if d.IsDir() {
-				if d.Name() == ".git" && p != root {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			// WalkDir does not follow symlinks; skipping them and every
-			// special file keeps the search inside the workspace and off
-			// FIFOs that would block.
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			return s.file(ctx, p)
-		})
+		var top *dirHandle
+		if top, err = openDirIn(p.root, p.rel); err != nil {
+			return toolFail(fmt.Errorf("search_files: %w", p.fail(err)))
+		}
+		err = s.walk(ctx, top, p.rel)
+		top.Close()
 	} else {
 		return toolFail(fmt.Errorf("search_files: %s is %s; want a file or directory", path, fileKindName(fi.Mode())))
 	}
@@ -326,11 +311,48 @@ type searcher struct {
 	capped  bool
 }
 
-func (s *searcher) file(ctx context.Context, p string) error {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil // vanished or unreadable: not worth failing the search
+// walk searches every regular file below the directory dir, whose
+// workspace-relative path is rel, in name order, skipping .git directories
+// below it. Each directory is held open and its entries are opened relative
+// to it without following symlinks, so a swap anywhere cannot redirect the
+// walk; special files are skipped, which keeps the search off FIFOs.
+func (s *searcher) walk(ctx context.Context, dir *dirHandle, rel string) error {
+	entries, _ := dir.readDir() // on an error, search what was read
+	for _, de := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := de.Name()
+		switch {
+		case de.IsDir():
+			if name == ".git" {
+				continue
+			}
+			sub, err := dir.sub(name)
+			if err != nil {
+				continue // vanished, unreadable or swapped
+			}
+			err = s.walk(ctx, sub, relJoin(rel, name))
+			sub.Close()
+			if err != nil {
+				return err
+			}
+		case de.Type().IsRegular():
+			f, err := dir.open(name, os.O_RDONLY, 0)
+			if err != nil {
+				continue // vanished, unreadable or swapped
+			}
+			if err := s.file(ctx, f, relJoin(rel, name)); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// file searches the open file f, whose workspace-relative path is rel, and
+// closes it.
+func (s *searcher) file(ctx context.Context, f *os.File, rel string) error {
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return nil
@@ -342,7 +364,6 @@ func (s *searcher) file(ctx context.Context, p string) error {
 	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 64*1024), maxScanLine)
-	rel := s.env.Rel(p)
 	for line := 1; sc.Scan(); line++ {
 		if line%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -355,7 +376,7 @@ func (s *searcher) file(ctx context.Context, p string) error {
 		}
 		shown := string(text)
 		if len(shown) > maxSearchLineLen {
-			shown = strings.ToValidUTF8(trimPartialRune(shown[:maxSearchLineLen]), "") + "…"
+			shown = strings.ToValidUTF8(trimPartialRune(shown[:s.env.Redactor.CutBefore(shown, maxSearchLineLen)]), "") + "…"
 		}
 		fmt.Fprintf(&s.out, "%s:%d: %s\n", rel, line, shown)
 		s.n++

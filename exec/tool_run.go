@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,14 +90,14 @@ func (t RunCommand) parse(env *Env, raw json.RawMessage) (commandLine, error) {
 	return commandLine{argv: argv, dir: dir}, nil
 }
 
-// Describe says exactly what will run, for approval prompts:
-// run_command: argv ["ls","-la"] in /abs/workdir
+// Describe says exactly what will run, and under which sandbox, for approval
+// prompts: run_command: argv ["ls","-la"] in /abs/workdir (sandbox: workspace-write)
 func (t RunCommand) Describe(env *Env, raw json.RawMessage) string {
 	cl, err := t.parse(env, raw)
 	if err != nil {
 		return err.Error()
 	}
-	return fmt.Sprintf("run_command: argv %s in %s", argvJSON(cl.argv), cl.dir)
+	return fmt.Sprintf("run_command: argv %s in %s (sandbox: %s)", argvJSON(cl.argv), cl.dir, env.SandboxInfo())
 }
 
 func argvJSON(v any) string {
@@ -137,16 +138,32 @@ func (t RunCommand) Run(ctx context.Context, env *Env, raw json.RawMessage) Resu
 	return runProcess(ctx, env, prog, cl, childEnv)
 }
 
-// runProcess starts prog in its own process group and supervises it: output
-// streams into bounded head/tail buffers, and on timeout or cancellation the
-// whole group gets SIGTERM, then SIGKILL after the grace period. Processes the
-// command leaves behind in its group are ended the same way when it exits.
+// runProcess runs prog under the sandbox helper (or, where a library never
+// enabled the helper and the sandbox is off, directly in its own process
+// group) and supervises it: output streams into bounded head/tail buffers;
+// on timeout or cancellation the command's whole tree gets SIGTERM, then
+// SIGKILL after the grace period; processes it leaves behind are ended the
+// same way when it exits.
 func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, childEnv []string) Result {
+	plan, err := env.sandboxPlan()
+	if err != nil {
+		return Result{ExitCode: ExitCannotExecute, Err: fmt.Errorf("run_command: %w", err)}
+	}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return toolFail(fmt.Errorf("run_command: %w", err))
 	}
 	defer devnull.Close()
+	var tmpDir string
+	if plan.tmpDir {
+		if tmpDir, err = os.MkdirTemp("", "tact-run-"); err != nil {
+			return toolFail(fmt.Errorf("run_command: private TMPDIR: %w", err))
+		}
+		defer removeTmpDir(tmpDir)
+		if _, set := lookupEnv(childEnv, "TMPDIR"); !set { // an --env TMPDIR wins
+			childEnv = append(childEnv, "TMPDIR="+tmpDir)
+		}
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return toolFail(fmt.Errorf("run_command: %w", err))
@@ -159,12 +176,27 @@ func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, chil
 	}
 	defer errR.Close()
 
-	proc, err := os.StartProcess(prog, cl.argv, &os.ProcAttr{
-		Dir:   cl.dir,
-		Env:   childEnv,
-		Files: []*os.File{devnull, outW, errW},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
-	})
+	var (
+		proc   *os.Process
+		report <-chan helperReport
+	)
+	if plan.helper {
+		// The helper's parent-death signal is tied to this OS thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		proc, report, err = startHelper(helperSpec{
+			Prog: prog, Argv: cl.argv, Dir: cl.dir, Env: childEnv,
+			Landlock: plan.landlock, ABI: plan.abi, Mode: plan.asked, Workspace: env.Workspace,
+			TmpDir: tmpDir, NoNetwork: plan.noNetwork, KillGrace: env.killGrace(), Parent: os.Getpid(),
+		}, [3]*os.File{devnull, outW, errW})
+	} else {
+		proc, err = os.StartProcess(prog, cl.argv, &os.ProcAttr{
+			Dir:   cl.dir,
+			Env:   childEnv,
+			Files: []*os.File{devnull, outW, errW},
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		})
+	}
 	// The child has its copies; ours must go so EOF arrives when it exits.
 	outW.Close()
 	errW.Close()
@@ -175,12 +207,13 @@ func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, chil
 		}
 		return Result{ExitCode: code, Err: fmt.Errorf("run_command: start %s: %w", cl.argv[0], unwrapPathError(err))}
 	}
-	pgid := proc.Pid // Setpgid with Pgid 0 makes the child its group's leader
-	trackGroup(pgid)
+	// Setpgid with Pgid 0, or Setsid, makes the child its group's leader.
+	pgid := proc.Pid
+	trackGroup(pgid, plan.helper)
 	defer untrackGroup(pgid)
 
 	limit := env.outputCap()
-	stdout, stderr := newCapBuffer(limit), newCapBuffer(limit)
+	stdout, stderr := newCapBuffer(limit, env.Redactor), newCapBuffer(limit, env.Redactor)
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go func() { defer readers.Done(); io.Copy(stdout, outR) }()
@@ -211,17 +244,31 @@ func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, chil
 	case <-ctx.Done():
 		canceled = ctx.Err()
 	}
-	if timedOut || canceled != nil {
+	switch {
+	case (timedOut || canceled != nil) && plan.helper:
+		// The helper ends the command's whole tree on SIGTERM; its group
+		// is killed only if it does not manage within the grace period.
+		syscall.Kill(proc.Pid, syscall.SIGTERM)
+		select {
+		case ex = <-exited:
+		case <-time.After(grace + helperSlack):
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			ex = <-exited
+		}
+	case timedOut || canceled != nil:
 		killGroup(pgid, grace)
 		ex = <-exited
-	} else if groupAlive(pgid) {
-		// The command exited but left background processes in its group;
-		// none may outlive the call.
+	}
+	if groupAlive(pgid) {
+		// Left in the group: background processes of a directly started
+		// command, or the rest of a helper that was killed. None may
+		// outlive the call.
 		killGroup(pgid, grace)
 	}
 
-	// Wait for EOF on both pipes. A process that escaped the group (setsid)
-	// may still hold them; then stop reading instead of hanging.
+	// Wait for EOF on both pipes. A process that escaped (setsid without
+	// the helper, or one handed the pipe) may still hold them; then stop
+	// reading instead of hanging.
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 	held := false
@@ -238,23 +285,63 @@ func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, chil
 	if held {
 		res.Stderr += "\n[run_command: output pipes held open by a process outside the command's process group; stopped reading]"
 	}
+	var ws syscall.WaitStatus
+	if ex.err == nil {
+		ws, _ = ex.state.Sys().(syscall.WaitStatus)
+	}
+	if plan.helper && ex.err == nil {
+		var rep helperReport
+		select {
+		case rep = <-report:
+		case <-time.After(time.Second): // cannot happen: the pipe closed when the helper exited
+		}
+		switch {
+		case rep.Error != "":
+			res.ExitCode = rep.Code
+			res.Err = fmt.Errorf("run_command: %s", rep.Error)
+			return res
+		case rep.Started:
+			ws = syscall.WaitStatus(rep.Status)
+		case !timedOut && canceled == nil:
+			// Killed before it could report (out of memory, kill -9): what
+			// the command did is unknown.
+			res.ExitCode = waitStatusCode(ws)
+			res.Err = fmt.Errorf("run_command: %s: the sandbox helper ended without a report (%s)", cl.argv[0], describeExit(ws))
+			return res
+		}
+	}
 	switch {
 	case timedOut:
 		res.ExitCode = ExitTimedOut
 		res.Err = fmt.Errorf("run_command: %s: timed out after %s", cl.argv[0], shortDuration(timeout))
 	case canceled != nil:
-		res.ExitCode = procExitCode(ex.state)
+		res.ExitCode = waitStatusCode(ws)
 		res.Err = fmt.Errorf("run_command: %s: canceled: %w", cl.argv[0], canceled)
 	case ex.err != nil:
 		res.ExitCode = ExitCannotExecute
 		res.Err = fmt.Errorf("run_command: wait: %w", ex.err)
 	default:
-		res.ExitCode = procExitCode(ex.state)
+		res.ExitCode = waitStatusCode(ws)
 		if res.ExitCode != 0 {
-			res.Err = fmt.Errorf("run_command: %s: %s", cl.argv[0], describeExit(ex.state))
+			res.Err = fmt.Errorf("run_command: %s: %s", cl.argv[0], describeExit(ws))
 		}
 	}
 	return res
+}
+
+// removeTmpDir removes a command's private TMPDIR, making directories the
+// command left unwritable or unreadable removable first.
+func removeTmpDir(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
 }
 
 // killGroup sends SIGTERM to the process group, waits up to grace for it to
@@ -280,21 +367,20 @@ func groupAlive(pgid int) bool {
 	return syscall.Kill(-pgid, 0) == nil
 }
 
-func procExitCode(st *os.ProcessState) int {
-	if st == nil {
-		return -1
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+// waitStatusCode is the shell's exit code for a wait status: the exit
+// status, or 128+N when killed by signal N.
+func waitStatusCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return st.ExitCode()
+	return ws.ExitStatus()
 }
 
-func describeExit(st *os.ProcessState) string {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func describeExit(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
 		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
 	}
-	return fmt.Sprintf("exit status %d", st.ExitCode())
+	return fmt.Sprintf("exit status %d", ws.ExitStatus())
 }
 
 // fmtDuration prints whole seconds as "60s" rather than Go's "1m0s".
@@ -339,12 +425,17 @@ func commandEnv(extra []string) ([]string, error) {
 }
 
 func childEnvValue(env []string, key string) string {
+	v, _ := lookupEnv(env, key)
+	return v
+}
+
+func lookupEnv(env []string, key string) (string, bool) {
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
+			return v, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // lookCommand finds the program for argv[0]: a name with a slash is taken

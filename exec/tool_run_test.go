@@ -144,7 +144,11 @@ func TestRunCommandEnvAllowList(t *testing.T) {
 			t.Errorf("child env lacks %q:\n%s", want, res.Output)
 		}
 	}
-	allowed := map[string]bool{"EXTRA_VAR": true}
+	// TMPDIR is the command's private temporary directory, not tact's.
+	if tmp := childEnvLine(res.Output, "TMPDIR"); !strings.HasPrefix(tmp, filepath.Join(os.TempDir(), "tact-run-")) {
+		t.Errorf("TMPDIR = %q, want a private tact-run-* directory", tmp)
+	}
+	allowed := map[string]bool{"EXTRA_VAR": true, "TMPDIR": true}
 	for _, k := range allowedEnv {
 		allowed[k] = true
 	}
@@ -159,6 +163,15 @@ func TestRunCommandEnvAllowList(t *testing.T) {
 	if res := twCmd(t, env, "env"); res.Err == nil || !strings.Contains(res.Err.Error(), `bad environment entry "NOEQUALS"`) {
 		t.Fatalf("bad ExtraEnv entry: Err = %v", res.Err)
 	}
+}
+
+func childEnvLine(envOutput, key string) string {
+	for _, line := range strings.Split(envOutput, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 func TestRunCommandPathFromExtraEnv(t *testing.T) {
@@ -243,7 +256,7 @@ func TestCapBuffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCapBuffer(tt.limit)
+			c := newCapBuffer(tt.limit, nil)
 			for _, w := range tt.writes {
 				if n, err := c.Write([]byte(w)); n != len(w) || err != nil {
 					t.Fatalf("Write = %d, %v", n, err)
@@ -347,11 +360,16 @@ func TestRunCommandBackgroundLeftoversKilled(t *testing.T) {
 	twAssertNoSurvivors(t, marker)
 }
 
+// Without the helper (a library that never enabled it, sandbox off) only the
+// process group is ended: a process that left it keeps running, but must not
+// make the call hang on the pipes it holds.
 func TestRunCommandEscapedProcessDoesNotHang(t *testing.T) {
 	if _, err := osexec.LookPath("setsid"); err != nil {
 		t.Skip("setsid not installed")
 	}
+	withoutHelper(t)
 	env, _ := twLayout(t)
+	env.Sandbox = SandboxOff
 	env.KillGrace = 200 * time.Millisecond
 	marker := twMarker(3) // short: it escapes the group and is killed below anyway
 	t.Cleanup(func() {
@@ -373,8 +391,8 @@ func TestRunCommandDescribe(t *testing.T) {
 	env, _ := twLayout(t)
 	ws := env.Workspace
 	tests := []struct{ args, want string }{
-		{`{"command":"ls -la"}`, `run_command: argv ["ls","-la"] in ` + ws},
-		{`{"command":"grep 'a b' <x>","working_dir":"dir"}`, `run_command: argv ["grep","a b","<x>"] in ` + ws + "/dir"},
+		{`{"command":"ls -la"}`, `run_command: argv ["ls","-la"] in ` + ws + " (sandbox: workspace-write)"},
+		{`{"command":"grep 'a b' <x>","working_dir":"dir"}`, `run_command: argv ["grep","a b","<x>"] in ` + ws + "/dir (sandbox: workspace-write)"},
 		{`{"command":"ls","working_dir":"../"}`, `run_command: working_dir: path "../" escapes the workspace`},
 		{`{"command":"echo 'x"}`, `run_command: cannot split "echo 'x": Unterminated single-quoted string`},
 	}

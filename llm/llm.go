@@ -65,6 +65,9 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`     // prompt tokens evaluated by the model
 	CachedTokens     int `json:"cached_tokens"`     // prompt tokens reused from the KV cache
 	CompletionTokens int `json:"completion_tokens"` // tokens generated
+	// CPUWaitMS is time spent waiting for other tact processes' model work
+	// (the CPU lock, internal/cpulock); not tokens, and not in Total.
+	CPUWaitMS int64 `json:"cpu_wait_ms,omitempty"`
 }
 
 // Add returns u+o.
@@ -73,6 +76,7 @@ func (u Usage) Add(o Usage) Usage {
 		PromptTokens:     u.PromptTokens + o.PromptTokens,
 		CachedTokens:     u.CachedTokens + o.CachedTokens,
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		CPUWaitMS:        u.CPUWaitMS + o.CPUWaitMS,
 	}
 }
 

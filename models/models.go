@@ -63,18 +63,11 @@ func badModel(path string, err error, format string, a ...any) error {
 // Inspect validates the GGUF file at path and reads its metadata. Errors read
 // "model FILE: reason" and wrap ErrBadModel.
 func Inspect(path string) (info *Info, err error) {
-	f, err := os.Open(path)
+	f, st, err := openModel(path)
 	if err != nil {
-		return nil, badModel(path, err, "%s", openReason(err))
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, badModel(path, err, "%v", err)
-	}
-	if st.IsDir() {
-		return nil, badModel(path, nil, "is a directory, not a GGUF file")
-	}
 
 	// Our own bounded walk first: ggml.Decode trusts lengths and counts in
 	// the header (it can allocate terabytes or divide by zero on a hostile
@@ -211,14 +204,16 @@ func quantization(kv ggml.KV, tensors []*ggml.Tensor) string {
 //   - an empty name picks the only model in modelsDir (ErrNoModel if there is
 //     none; an error listing them if there are several).
 //
+// The path found must be a regular file (or a symlink to one): a FIFO, device,
+// socket or directory is refused with an error naming it, never opened.
 // Errors wrap ErrBadModel (except ErrNoModel) and say where Resolve looked.
 func Resolve(nameOrPath, modelsDir string) (string, error) {
 	if nameOrPath == "" {
 		return resolveDefault(modelsDir)
 	}
 	if st, err := os.Stat(nameOrPath); err == nil {
-		if st.IsDir() {
-			return "", badModel(nameOrPath, nil, "is a directory, not a GGUF file")
+		if !st.Mode().IsRegular() {
+			return "", notRegular(nameOrPath, st.Mode())
 		}
 		return nameOrPath, nil
 	}
@@ -226,15 +221,24 @@ func Resolve(nameOrPath, modelsDir string) (string, error) {
 		return "", badModel(nameOrPath, fs.ErrNotExist, "no such file")
 	}
 	looked := []string{nameOrPath}
+	var refused error
 	for _, cand := range []string{nameOrPath, nameOrPath + Ext} {
 		if strings.HasSuffix(cand, Ext+Ext) {
 			continue
 		}
 		p := filepath.Join(modelsDir, cand)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
+		if st, err := os.Stat(p); err == nil {
+			if st.Mode().IsRegular() {
+				return p, nil
+			}
+			if refused == nil {
+				refused = notRegular(p, st.Mode())
+			}
 		}
 		looked = append(looked, p)
+	}
+	if refused != nil {
+		return "", refused
 	}
 	return "", badModel(nameOrPath, fs.ErrNotExist, "not found (looked for %s)", strings.Join(looked, ", "))
 }
@@ -244,21 +248,38 @@ func resolveDefault(modelsDir string) (string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
-	switch len(files) {
+	// Only regular files are candidates; a FIFO or directory named *.gguf is
+	// never picked (and never opened).
+	var usable []string
+	var refused error
+	for _, f := range files {
+		if _, err := statModel(filepath.Join(modelsDir, f)); err != nil {
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		usable = append(usable, f)
+	}
+	switch len(usable) {
 	case 0:
+		if refused != nil {
+			return "", refused
+		}
 		return "", ErrNoModel
 	case 1:
-		return filepath.Join(modelsDir, files[0]), nil
+		return filepath.Join(modelsDir, usable[0]), nil
 	}
-	names := make([]string, len(files))
-	for i, f := range files {
+	names := make([]string, len(usable))
+	for i, f := range usable {
 		names[i] = modelName(f)
 	}
 	return "", &modelError{msg: fmt.Sprintf("models directory %s holds several models (%s); choose one with --model NAME",
 		modelsDir, strings.Join(names, ", "))}
 }
 
-// modelFiles lists the *.gguf regular files (or links to them) in dir, sorted.
+// modelFiles lists the names of the *.gguf entries in dir, sorted, whatever
+// their type: callers refuse those that are not regular files.
 func modelFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -266,18 +287,18 @@ func modelFiles(dir string) ([]string, error) {
 	}
 	var files []string
 	for _, e := range entries {
-		if e.IsDir() || !strings.EqualFold(filepath.Ext(e.Name()), Ext) {
-			continue
+		if strings.EqualFold(filepath.Ext(e.Name()), Ext) {
+			files = append(files, e.Name())
 		}
-		files = append(files, e.Name())
 	}
 	slices.Sort(files)
 	return files, nil
 }
 
-// List inspects every *.gguf file in modelsDir, sorted by name. A file that
-// cannot be inspected is listed with Error set instead of failing the list.
-// A missing directory is an empty list.
+// List inspects every *.gguf entry in modelsDir, sorted by name. An entry
+// that cannot be inspected (not a GGUF file, or not a regular file: a FIFO,
+// device, socket or directory, which is never opened) is listed with Error
+// set instead of failing the list. A missing directory is an empty list.
 func List(modelsDir string) ([]Info, error) {
 	files, err := modelFiles(modelsDir)
 	if err != nil {
@@ -292,7 +313,7 @@ func List(modelsDir string) ([]Info, error) {
 		info, err := Inspect(p)
 		if err != nil {
 			bad := Info{Name: modelName(p), Path: p, Error: err.Error()}
-			if st, serr := os.Stat(p); serr == nil {
+			if st, serr := os.Stat(p); serr == nil && st.Mode().IsRegular() {
 				bad.Size = st.Size()
 			}
 			infos = append(infos, bad)

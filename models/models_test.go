@@ -162,11 +162,15 @@ func TestList(t *testing.T) {
 	for _, in := range infos {
 		got = append(got, in.Name+"/"+in.Architecture+"/"+in.Quantization)
 	}
-	if strings.Join(got, " ") != "a/qwen2/Q8_0 b/llama/Q4_K_M broken//" {
+	// A directory named *.gguf is listed as refused, like any non-regular entry.
+	if strings.Join(got, " ") != "a/qwen2/Q8_0 b/llama/Q4_K_M broken// sub//" {
 		t.Errorf("List = %v", got)
 	}
-	if len(infos) == 3 && (!strings.Contains(infos[2].Error, "broken.gguf: ") || infos[2].Size != 32) {
+	if len(infos) == 4 && (!strings.Contains(infos[2].Error, "broken.gguf: ") || infos[2].Size != 32) {
 		t.Errorf("broken entry = %+v, want an error and its size", infos[2])
+	}
+	if len(infos) == 4 && !strings.Contains(infos[3].Error, "sub.gguf: is a directory, not a regular file") {
+		t.Errorf("directory entry = %+v, want it refused", infos[3])
 	}
 	if infos, err := List(filepath.Join(dir, "absent")); err != nil || len(infos) != 0 {
 		t.Errorf("List(missing dir) = %v, %v; want empty", infos, err)

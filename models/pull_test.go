@@ -31,12 +31,17 @@ func modelBytes(t *testing.T) []byte {
 	return b
 }
 
-// modelServer serves content at /m/tiny.gguf with Range support (via
-// http.ServeContent) and records the Range header of every request.
+// serverETag is the strong ETag modelServer sends with every answer.
+const serverETag = `"v1"`
+
+// modelServer serves content at /m/tiny.gguf with Range and If-Range support
+// (via http.ServeContent), sends ETag serverETag on every answer, and records
+// the Range and If-Range headers of every request.
 type modelServer struct {
 	*httptest.Server
-	mu     sync.Mutex
-	ranges []string
+	mu       sync.Mutex
+	ranges   []string
+	ifRanges []string
 }
 
 func newModelServer(t *testing.T, content []byte, handler func(w http.ResponseWriter, r *http.Request) bool) *modelServer {
@@ -44,7 +49,9 @@ func newModelServer(t *testing.T, content []byte, handler func(w http.ResponseWr
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.ranges = append(s.ranges, r.Header.Get("Range"))
+		s.ifRanges = append(s.ifRanges, r.Header.Get("If-Range"))
 		s.mu.Unlock()
+		w.Header().Set("ETag", serverETag)
 		if handler != nil && handler(w, r) {
 			return
 		}
@@ -62,6 +69,27 @@ func (s *modelServer) Ranges() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.ranges...)
+}
+
+func (s *modelServer) IfRanges() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.ifRanges...)
+}
+
+// seedPartial leaves dir/tiny.gguf.partial holding data and, when meta is not
+// nil, its resume record, as an interrupted pull of url would.
+func seedPartial(t *testing.T, dir string, data []byte, meta *partialMeta) {
+	t.Helper()
+	p := filepath.Join(dir, "tiny.gguf"+PartialExt)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if meta != nil {
+		if err := writeMeta(p+MetaExt, *meta); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func sha(b []byte) string {
@@ -118,14 +146,115 @@ func TestPullResume(t *testing.T) {
 	srv := newModelServer(t, content, nil)
 	dir := t.TempDir()
 	half := len(content) / 2
-	os.WriteFile(filepath.Join(dir, "tiny.gguf.partial"), content[:half], 0o644)
-	got, err := Pull(context.Background(), PullOptions{URL: srv.URL + "/m/tiny.gguf", Dir: dir, SHA256: sha(content)})
+	url := srv.URL + "/m/tiny.gguf"
+	seedPartial(t, dir, content[:half], &partialMeta{URL: url, ETag: serverETag})
+	got, err := Pull(context.Background(), PullOptions{URL: url, Dir: dir, SHA256: sha(content)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertInstalled(t, got, dir, content)
 	if r := srv.Ranges(); len(r) != 1 || r[0] != "bytes="+strconv.Itoa(half)+"-" {
 		t.Errorf("Range headers = %q, want [bytes=%d-]", r, half)
+	}
+	if ir := srv.IfRanges(); len(ir) != 1 || ir[0] != serverETag {
+		t.Errorf("If-Range headers = %q, want [%s]", ir, serverETag)
+	}
+	assertNoLeftovers(t, dir)
+}
+
+// assertNoLeftovers: a finished pull leaves only NAME.gguf behind.
+func assertNoLeftovers(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != "tiny.gguf" {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
+
+// TestPullResumeLastModified: without an ETag, Last-Modified is the
+// validator If-Range carries.
+func TestPullResumeLastModified(t *testing.T) {
+	content := modelBytes(t)
+	mod := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	srv := newModelServer(t, content, func(w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Del("ETag")
+		http.ServeContent(w, r, "tiny.gguf", mod, bytes.NewReader(content))
+		return true
+	})
+	dir := t.TempDir()
+	url := srv.URL + "/m/tiny.gguf"
+	// The record an interrupted pull from this server leaves.
+	seedPartial(t, dir, content[:1000], &partialMeta{URL: url, LastModified: mod.Format(http.TimeFormat)})
+	got, err := Pull(context.Background(), PullOptions{URL: url, Dir: dir, SHA256: sha(content)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertInstalled(t, got, dir, content)
+	if r, ir := srv.Ranges(), srv.IfRanges(); len(r) != 1 || r[0] != "bytes=1000-" || ir[0] != "Tue, 04 Mar 2025 05:06:07 GMT" {
+		t.Errorf("Range = %q, If-Range = %q; want one conditional range request", r, ir)
+	}
+}
+
+// TestPullChangedFileRestarts: the server's file changed since the partial
+// was written, so If-Range fails, the server sends the whole new file (200)
+// and the pull starts over with it instead of splicing two files together.
+func TestPullChangedFileRestarts(t *testing.T) {
+	content := modelBytes(t)
+	srv := newModelServer(t, content, nil)
+	dir := t.TempDir()
+	url := srv.URL + "/m/tiny.gguf"
+	old := bytes.Repeat([]byte{0xAA}, 5000)
+	seedPartial(t, dir, old, &partialMeta{URL: url, ETag: `"v0"`})
+	var progress bytes.Buffer
+	got, err := Pull(context.Background(), PullOptions{URL: url, Dir: dir, SHA256: sha(content), Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertInstalled(t, got, dir, content)
+	if r, ir := srv.Ranges(), srv.IfRanges(); len(r) != 1 || r[0] != "bytes=5000-" || ir[0] != `"v0"` {
+		t.Errorf("Range = %q, If-Range = %q; want one request with bytes=5000- and the old ETag", r, ir)
+	}
+	if !strings.Contains(progress.String(), "the server sent the whole file") {
+		t.Errorf("progress does not explain the restart: %q", progress.String())
+	}
+	assertNoLeftovers(t, dir)
+}
+
+// TestPullWithoutValidatorRestarts: a partial with no usable resume record
+// (none, unreadable, another URL, a weak ETag only) is never resumed.
+func TestPullWithoutValidatorRestarts(t *testing.T) {
+	content := modelBytes(t)
+	srv := newModelServer(t, content, nil)
+	url := srv.URL + "/m/tiny.gguf"
+	for _, tc := range []struct {
+		name string
+		meta *partialMeta
+		raw  string // written as the record instead of meta
+	}{
+		{name: "no record"},
+		{name: "garbage record", raw: "{not json"},
+		{name: "other URL", meta: &partialMeta{URL: srv.URL + "/m/other.gguf", ETag: serverETag}},
+		{name: "weak ETag", raw: `{"url":"` + url + `","etag":"W/\"v1\""}`},
+		{name: "header injection", raw: `{"url":"` + url + `","etag":"\"v1\"\r\nX-Evil: 1"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			seedPartial(t, dir, bytes.Repeat([]byte{0xAA}, 1000), tc.meta)
+			if tc.raw != "" {
+				os.WriteFile(filepath.Join(dir, "tiny.gguf"+PartialExt+MetaExt), []byte(tc.raw), 0o644)
+			}
+			before := len(srv.Ranges())
+			got, err := Pull(context.Background(), PullOptions{URL: url, Dir: dir, SHA256: sha(content)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertInstalled(t, got, dir, content)
+			if r := srv.Ranges()[before:]; len(r) != 1 || r[0] != "" {
+				t.Errorf("Range headers = %q, want one plain GET from zero", r)
+			}
+		})
 	}
 }
 
@@ -135,8 +264,9 @@ func TestPullCompletePartial(t *testing.T) {
 	content := modelBytes(t)
 	srv := newModelServer(t, content, nil)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "tiny.gguf.partial"), content, 0o644)
-	got, err := Pull(context.Background(), PullOptions{URL: srv.URL + "/m/tiny.gguf", Dir: dir, SHA256: sha(content)})
+	url := srv.URL + "/m/tiny.gguf"
+	seedPartial(t, dir, content, &partialMeta{URL: url, ETag: serverETag})
+	got, err := Pull(context.Background(), PullOptions{URL: url, Dir: dir, SHA256: sha(content)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,15 +284,17 @@ func TestPullServerIgnoresRange(t *testing.T) {
 		return true
 	})
 	dir := t.TempDir()
-	// A stale partial with wrong bytes: a restart must not keep any of it.
-	os.WriteFile(filepath.Join(dir, "tiny.gguf.partial"), bytes.Repeat([]byte{0xAA}, 1000), 0o644)
-	got, err := Pull(context.Background(), PullOptions{URL: srv.URL + "/m/tiny.gguf", Dir: dir, SHA256: sha(content)})
+	url := srv.URL + "/m/tiny.gguf"
+	// A partial with wrong bytes: a restart must not keep any of it.
+	seedPartial(t, dir, bytes.Repeat([]byte{0xAA}, 1000), &partialMeta{URL: url, ETag: serverETag})
+	got, err := Pull(context.Background(), PullOptions{URL: url, Dir: dir, SHA256: sha(content)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertInstalled(t, got, dir, content)
-	if r := srv.Ranges(); len(r) == 0 || r[0] != "bytes=1000-" {
-		t.Errorf("Range headers = %q, want the first to ask for bytes=1000-", r)
+	// The 200 answer is the whole file: used as is, not asked for again.
+	if r := srv.Ranges(); len(r) != 1 || r[0] != "bytes=1000-" {
+		t.Errorf("Range headers = %q, want one request asking for bytes=1000-", r)
 	}
 }
 
@@ -205,8 +337,8 @@ func TestPullInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertInstalled(t, got, dir, content)
-	if r := srv.Ranges(); len(r) != 2 || r[1] != "bytes="+strconv.Itoa(len(partial))+"-" {
-		t.Errorf("Range headers = %q", r)
+	if r, ir := srv.Ranges(), srv.IfRanges(); len(r) != 2 || r[1] != "bytes="+strconv.Itoa(len(partial))+"-" || ir[1] != serverETag {
+		t.Errorf("Range headers = %q, If-Range = %q", r, ir)
 	}
 }
 

@@ -96,6 +96,8 @@ func (p *Plan) Outline() []string {
 
 const maxLine = 16 * 1024 * 1024
 
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 // Parse reads a JSONL plan. Every problem is a *ParseError naming name:line.
 // Tools must exist in reg; whether they are allowed is decided at run time.
 func Parse(r io.Reader, name string, reg *exec.Registry) (*Plan, error) {
@@ -112,6 +114,11 @@ func Parse(r io.Reader, name string, reg *exec.Registry) (*Plan, error) {
 		}
 		if len(raw) == 0 && err == io.EOF {
 			break
+		}
+		if line == 1 {
+			// A UTF-8 byte order mark (editors on Windows write one) is not
+			// part of the first row.
+			raw = bytes.TrimPrefix(raw, utf8BOM)
 		}
 		text := bytes.TrimSpace(raw)
 		if len(text) > 0 {
@@ -242,8 +249,9 @@ func ClassifyArg(raw json.RawMessage) (ArgKind, string) {
 }
 
 // CheckStep validates a step against the registry: known tool, args an
-// object, $jq expressions that compile, and literal args that satisfy the
-// tool's schema (ignoring required args left to fill or compute).
+// object, every required argument present ("" to fill and {"$jq": ...}
+// count as present), $jq expressions that compile, and literal args that
+// satisfy the tool's schema.
 func CheckStep(s *Step, reg *exec.Registry) error {
 	if s.Tool == "" {
 		return fmt.Errorf("missing \"tool\"")
@@ -275,6 +283,19 @@ func CheckStep(s *Step, reg *exec.Registry) error {
 			}
 		case ArgLiteral:
 			literal[k] = v
+		}
+	}
+	// Checked here, not at run time: a row missing a required argument
+	// could only fail when it runs, after earlier steps had their effects.
+	var shape struct {
+		Required []string `json:"required"`
+	}
+	if err := json.Unmarshal(t.Schema(), &shape); err != nil {
+		return fmt.Errorf("tool %s: bad schema: %v", s.Tool, err)
+	}
+	for _, name := range shape.Required {
+		if _, ok := s.Args[name]; !ok {
+			return fmt.Errorf("arguments for %s: missing required argument %q", s.Tool, name)
 		}
 	}
 	partial, err := schema.Partial(t.Schema())

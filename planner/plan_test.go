@@ -26,6 +26,13 @@ func TestParseErrors(t *testing.T) {
 		{"unknown type", `{"type":"note"}`, `plan.jsonl:1: unknown row type "note"`},
 		{"empty", "\n\n", "plan.jsonl: plan has no steps"},
 		{"trailing data", `{"tool":"final_answer","args":{"answer":"x"}} {}`, "plan.jsonl:1: invalid JSON"},
+		// Regression: rows missing required arguments parsed and failed only
+		// when they ran (exit 3), after earlier steps had run.
+		{"empty args", "{\"tool\":\"list_files\",\"args\":{}}\n{\"tool\":\"read_file\",\"args\":{}}", `plan.jsonl:2: arguments for read_file: missing required argument "path"`},
+		{"no args", `{"tool":"final_answer"}`, `plan.jsonl:1: arguments for final_answer: missing required argument "answer"`},
+		{"null args", `{"tool":"run_command","args":null}`, `plan.jsonl:1: arguments for run_command: missing required argument "command"`},
+		{"one of two", `{"tool":"edit_file","args":{"path":"a","old_string":"x"}}`, `plan.jsonl:1: arguments for edit_file: missing required argument "new_string"`},
+		{"BOM then bad row", "\xef\xbb\xbf{\"tool\":", "plan.jsonl:1: invalid JSON"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,6 +79,27 @@ func TestParseAcceptsPlaceholdersAndHeader(t *testing.T) {
 	}
 	if len(q.Steps) != len(p.Steps) || q.Query() != p.Query() || q.Steps[3].Step != 4 {
 		t.Fatalf("round trip %+v", q)
+	}
+}
+
+// Fill ("") and $jq values count as present for required arguments, and a
+// UTF-8 byte order mark before the first row is accepted.
+func TestParseRequiredArgsAndBOM(t *testing.T) {
+	reg := exec.DefaultRegistry()
+	in := "\xef\xbb\xbf" + `{"type":"plan","query":"q"}
+{"tool":"read_file","args":{"path":""}}
+{"tool":"final_answer","args":{"answer":{"$jq":".steps[0].output"}}}
+`
+	p, err := Parse(strings.NewReader(in), "bom.jsonl", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Query() != "q" || len(p.Steps) != 2 || p.Steps[0].Line != 2 {
+		t.Fatalf("%+v", p)
+	}
+	// Without a header the BOM precedes the first step.
+	if _, err := Parse(strings.NewReader("\xef\xbb\xbf"+`{"tool":"list_files","args":{}}`), "b", reg); err != nil {
+		t.Fatal(err)
 	}
 }
 

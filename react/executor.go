@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/jqx"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
@@ -47,12 +50,17 @@ type Replanner interface {
 // Executor runs plans. Zero-value fields get safe defaults in Run.
 type Executor struct {
 	Options
-	Registry  *exec.Registry
-	Env       *exec.Env
-	Backend   llm.Backend // llm.None{} when no model
-	Planner   Replanner   // nil: no replanning
-	Gate      exec.Gate   // nil: exec.AllowAll
-	Trace     *TraceWriter
+	Registry *exec.Registry
+	Env      *exec.Env
+	Backend  llm.Backend // llm.None{} when no model
+	Planner  Replanner   // nil: no replanning
+	Gate     exec.Gate   // nil: exec.AllowAll
+	Trace    *TraceWriter
+	// Redact hides secrets in everything that leaves the executor: the
+	// prompts sent to the model and the planner, trace events and the
+	// Result. Data passed between a plan's own steps ($jq arguments,
+	// --stop-when, fill) stays raw. nil: Env.Redactor's. Cuts of outputs
+	// use Env.Redactor to keep secrets whole.
 	Redact    func(string) string
 	Sampling  llm.Sampling
 	MaxTokens int
@@ -64,10 +72,12 @@ type Executor struct {
 }
 
 // defaultCannotPrefixes detect a model saying it cannot do the task (the
-// system prompt asks it to start such answers with "I cannot").
-var defaultCannotPrefixes = []string{"i cannot", "i can't", "i can not", "i am unable", "i'm unable", "unable to complete"}
+// system prompt asks it to start such answers with "I cannot"); they match
+// whole words only, so "I cannotice" is no failure.
+var defaultCannotPrefixes = []string{"i cannot", "i can't", "i can’t", "i can not", "i am unable", "i'm unable", "i’m unable", "unable to complete"}
 
-// stepRecord is one executed tool run in the jq-visible run state.
+// stepRecord is one executed tool run in the jq-visible run state. It holds
+// raw values: a plan copying a file must copy the real content.
 type stepRecord struct {
 	Step     int             `json:"step"`
 	Tool     string          `json:"tool"`
@@ -120,7 +130,7 @@ func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *R
 	if r.res.Trace.Steps == nil {
 		r.res.Trace.Steps = []StepTrace{}
 	}
-	e.Trace.Emit("termination", map[string]any{
+	r.emit("termination", map[string]any{
 		"reason": r.res.TerminationReason, "success": r.res.Success, "final_answer": r.res.FinalAnswer,
 		"message": r.res.Message, "exit_code": r.res.ExitCode(), "state": r.res.State,
 		"token_usage": r.res.TokenUsage, "execution_time_ms": r.res.ExecutionTimeMS,
@@ -140,7 +150,11 @@ func (r *run) defaults() {
 		e.Log = slog.New(slog.DiscardHandler)
 	}
 	if e.Redact == nil {
-		e.Redact = func(s string) string { return s }
+		if e.Env != nil && e.Env.Redactor != nil {
+			e.Redact = e.Env.Redactor.Redact
+		} else {
+			e.Redact = func(s string) string { return s }
+		}
 	}
 	if e.MaxIterations <= 0 {
 		e.MaxIterations = 10
@@ -185,7 +199,7 @@ func (r *run) main() {
 		r.stopQuery = code
 	}
 	r.setAllowed()
-	e.Trace.Emit("execute_start", map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun})
+	r.emit("execute_start", map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun})
 	if r.plan != nil {
 		r.st.MaxSteps = len(r.plan.Steps) + e.RetryBuffer
 		r.st.PendingPlanStep = 1
@@ -229,7 +243,7 @@ func (r *run) checkContext() bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(r.ctx), context.DeadlineExceeded) {
 		r.end(ReasonTimeout, r.summary(), "timeout reached")
 	} else {
-		r.end(ReasonCancelled, r.summary(), "cancelled")
+		r.end(ReasonCancelled, r.summary(), cancelMessage(r.ctx))
 	}
 	return true
 }
@@ -241,7 +255,16 @@ func (r *run) end(reason Reason, answer, msg string) {
 	r.res.TerminationReason = reason
 	r.res.Success = reason == ReasonSuccess
 	r.res.FinalAnswer = r.e.Redact(answer)
-	r.res.Message = msg
+	r.res.Message = r.e.Redact(msg)
+}
+
+// cancelMessage says why a cancelled run stopped: the context's cause when
+// the caller gave one (say, the signal), else that it was interrupted.
+func cancelMessage(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return "interrupted: " + cause.Error()
+	}
+	return "interrupted before the run finished"
 }
 
 func (r *run) pending() *planner.Step {
@@ -315,14 +338,13 @@ func (r *run) emitPlan(event string, extra map[string]any) {
 	for k, v := range extra {
 		f[k] = v
 	}
-	r.e.Trace.Emit(event, f)
+	r.emit(event, f)
 }
 
 func (r *run) addUsage(u llm.Usage) { r.res.TokenUsage = r.res.TokenUsage.Add(u) }
 
 // iteration decides and runs one action.
 func (r *run) iteration() {
-	e := r.e
 	p := r.pending()
 	if p == nil && r.plan != nil && !r.forceModel {
 		r.forceModel = true
@@ -390,8 +412,8 @@ func (r *run) iteration() {
 		if p != nil {
 			r.st.PlanSkipReason = SkipReplanRequested
 		}
-		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "replan requested: " + reason, SkipReason: SkipReplanRequested, Source: "model", TokenUsage: usage})
-		r.transcript = append(r.transcript, planner.TranscriptEntry{Step: r.st.PlanIndex + 1, Tool: act.Tool, Args: act.Args, Skip: SkipReplanRequested, Error: "replan requested: " + reason})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "replan requested: " + reason, ExitCode: ExitCodeNotRun, SkipReason: SkipReplanRequested, Source: "model", TokenUsage: usage})
+		r.addTranscript(planner.TranscriptEntry{Step: r.st.PlanIndex + 1, Tool: act.Tool, Args: act.Args, Skip: SkipReplanRequested, Error: "replan requested: " + reason})
 		r.replanDue, r.replanWhy = true, "requested"
 		return
 	}
@@ -399,7 +421,7 @@ func (r *run) iteration() {
 		// Divergence: the model prefers another tool than the pending step.
 		// Record it once on the step and schedule one replan per plan version.
 		r.st.PlanSkipReason = SkipPlanToolMismatch
-		e.Trace.Emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": SkipPlanToolMismatch, "model_tool": act.Tool})
+		r.emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": SkipPlanToolMismatch, "model_tool": act.Tool})
 		if !r.divergenceSpent {
 			r.divergenceSpent = true
 			r.replanDue, r.replanWhy = true, "divergence"
@@ -454,7 +476,7 @@ func (r *run) fill(p *planner.Step, tool exec.Tool, known map[string]json.RawMes
 		Step: r.st.PlanIndex + 1, Tool: p.Tool, Thought: p.Thought, Known: string(argsJSON(known)), Missing: missing,
 	})})
 	r.progress("step %d: filling %s arguments", r.st.PlanIndex+1, p.Tool)
-	resp, err := r.e.Backend.Complete(r.ctx, llm.Request{Kind: llm.KindFill, Messages: msgs, Schema: schema.Fill(schema.Tool{Name: tool.Name(), Schema: tool.Schema()}), Sampling: r.e.Sampling, MaxTokens: r.e.MaxTokens})
+	resp, err := r.complete(llm.Request{Kind: llm.KindFill, Messages: msgs, Schema: schema.Fill(schema.Tool{Name: tool.Name(), Schema: tool.Schema()}), Sampling: r.e.Sampling, MaxTokens: r.e.MaxTokens})
 	r.addUsage(resp.Usage)
 	if err != nil {
 		return nil, resp.Usage, fmt.Errorf("fill arguments: %w", err)
@@ -496,7 +518,7 @@ func (r *run) askModel() (Action, llm.Usage, error) {
 	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: prompt.Render("next", next)})
 	sch := schema.Action(planner.SchemaTools(r.allowedTools()), r.thoughtOptions(), r.plan != nil && e.Planner != nil)
 	r.progress("step %d: thinking", r.st.Attempts+1)
-	resp, err := e.Backend.Complete(r.ctx, llm.Request{Kind: llm.KindAction, Messages: r.conv, Schema: sch, Sampling: e.Sampling, MaxTokens: e.MaxTokens})
+	resp, err := r.complete(llm.Request{Kind: llm.KindAction, Messages: r.conv, Schema: sch, Sampling: e.Sampling, MaxTokens: e.MaxTokens})
 	r.addUsage(resp.Usage)
 	if err != nil {
 		return Action{}, resp.Usage, err
@@ -535,14 +557,14 @@ func ParseAction(text []byte, sch json.RawMessage, thought schema.ThoughtOptions
 func (r *run) invalid(inv *invalidAction, usage llm.Usage) {
 	r.st.Attempts++
 	r.st.RetryCount++
-	st := StepTrace{Observation: "invalid action: " + inv.reason, Error: inv.reason, Source: "model", TokenUsage: usage, SkipReason: SkipInvalidAction}
+	st := StepTrace{Observation: "invalid action: " + inv.reason, Error: inv.reason, ExitCode: ExitCodeNotRun, Source: "model", TokenUsage: usage, SkipReason: SkipInvalidAction}
 	st.Action = ToolCall{Args: json.RawMessage(`{}`)}
 	if p := r.pending(); p != nil {
 		r.st.PlanSkipReason = SkipInvalidAction
 		st.PlanStep = r.st.PlanIndex + 1
 	}
 	r.record(st)
-	r.e.Trace.Emit("invalid_action", map[string]any{"reply": inv.text, "error": inv.reason})
+	r.emit("invalid_action", map[string]any{"reply": inv.text, "error": inv.reason})
 	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: "Your reply was not a valid action: " + inv.reason})
 	r.noteRepeat("invalid:" + inv.text)
 }
@@ -552,9 +574,9 @@ func (r *run) skip(p *planner.Step, reason string, act Action, source, why strin
 	r.st.Attempts++
 	r.st.RetryCount++
 	r.st.PlanSkipReason = reason
-	r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, SkipReason: reason, Source: source, PlanStep: r.st.PlanIndex + 1})
-	r.e.Trace.Emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": reason, "detail": why})
-	r.transcript = append(r.transcript, planner.TranscriptEntry{Step: r.st.PlanIndex + 1, Tool: act.Tool, Args: act.Args, Skip: reason, Error: why})
+	r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, ExitCode: ExitCodeNotRun, SkipReason: reason, Source: source, PlanStep: r.st.PlanIndex + 1})
+	r.emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": reason, "detail": why})
+	r.addTranscript(planner.TranscriptEntry{Step: r.st.PlanIndex + 1, Tool: act.Tool, Args: act.Args, Skip: reason, Error: why})
 }
 
 func (r *run) syncPending() {
@@ -571,11 +593,13 @@ func (r *run) record(st StepTrace) {
 	st.Timestamp = time.Now().UTC()
 	st.Observation = r.e.Redact(st.Observation)
 	st.Thought = r.e.Redact(st.Thought)
+	st.Error = r.e.Redact(st.Error)
 	if st.Action.Args == nil {
 		st.Action.Args = json.RawMessage(`{}`)
 	}
+	st.Action.Args = r.redactJSON(st.Action.Args)
 	r.res.Trace.Steps = append(r.res.Trace.Steps, st)
-	r.e.Trace.Emit("step", map[string]any{"step": st, "state": *r.st})
+	r.emit("step", map[string]any{"step": st, "state": *r.st})
 }
 
 // noteRepeat tracks identical actions in a row; true when the run stalled.
@@ -609,9 +633,9 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		obs := fmt.Sprintf("Duplicate action skipped: %s with these arguments already succeeded at step %d; use that observation instead of repeating it.", act.Tool, r.lastOKStep)
 		if matchesPlan {
 			r.st.PlanSkipReason = SkipDuplicateAction
-			r.e.Trace.Emit("skip", map[string]any{"plan_step": planStep, "tool": act.Tool, "skip_reason": SkipDuplicateAction})
+			r.emit("skip", map[string]any{"plan_step": planStep, "tool": act.Tool, "skip_reason": SkipDuplicateAction})
 		}
-		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: obs, SkipReason: SkipDuplicateAction, Source: source, PlanStep: planStep, TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: obs, ExitCode: ExitCodeNotRun, SkipReason: SkipDuplicateAction, Source: source, PlanStep: planStep, TokenUsage: usage})
 		r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obs, IsError: true})
 		r.forceModel = true
 		r.noteRepeat(key)
@@ -620,7 +644,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	if r.noteRepeat(key) {
 		// The action that made the run stall is not run, but it is recorded.
 		why := fmt.Sprintf("not run: %d identical actions in a row (stalled)", r.sameInRow)
-		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, Error: why, Source: source, PlanStep: planStep, TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, Error: why, ExitCode: ExitCodeNotRun, Source: source, PlanStep: planStep, TokenUsage: usage})
 		return
 	}
 
@@ -628,7 +652,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	if !ok || !r.allowed[act.Tool] {
 		// Only reachable with a backend that ignores the schema.
 		r.st.RetryCount++
-		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "tool not permitted", Error: "tool not permitted", SkipReason: SkipToolNotPermitted, Source: source, TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "tool not permitted", Error: "tool not permitted", ExitCode: ExitCodeNotRun, SkipReason: SkipToolNotPermitted, Source: source, TokenUsage: usage})
 		r.forceModel = true
 		return
 	}
@@ -671,7 +695,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 				reason = "denied by policy: " + reason
 			}
 			result = exec.Result{Err: errors.New(reason), ExitCode: 0}
-			e.Trace.Emit("denied", map[string]any{"tool": act.Tool, "args": act.Args, "decision": v.Decision, "reason": v.Reason})
+			r.emit("denied", map[string]any{"tool": act.Tool, "args": act.Args, "decision": v.Decision, "reason": v.Reason})
 		}
 	}
 	if result.Output == "" && result.Err == nil {
@@ -690,10 +714,16 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		// escape, missing file) reports 1, so scripts can test exit_code.
 		result.ExitCode = 1
 	}
-	obsText := r.e.Redact(r.truncate(result.Output))
-	errText := ""
+	// The run state keeps raw values for the plan's own later steps; what
+	// the model, the trace and the result see is cut (never inside a
+	// secret) and redacted.
+	rawErr := ""
 	if result.Err != nil {
-		errText = r.e.Redact(result.Err.Error())
+		rawErr = result.Err.Error()
+	}
+	obsText := r.e.Redact(r.truncate(result.Output))
+	errText := r.e.Redact(rawErr)
+	if errText != "" {
 		if obsText == "" {
 			obsText = errText
 		} else {
@@ -704,12 +734,12 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	st := StepTrace{Thought: act.Thought, Action: act.call(), Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage}
 	r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obsText, IsError: failed, ExitCode: result.ExitCode, Stderr: stderr})
 
-	rec := stepRecord{Step: len(r.records) + 1, Tool: act.Tool, Args: act.Args, Output: r.e.Redact(result.Output), ExitCode: result.ExitCode}
-	if errText != "" {
-		rec.Error = &errText
+	rec := stepRecord{Step: len(r.records) + 1, Tool: act.Tool, Args: act.Args, Output: result.Output, ExitCode: result.ExitCode}
+	if result.Err != nil {
+		rec.Error = &rawErr
 	}
 	r.records = append(r.records, rec)
-	r.transcript = append(r.transcript, planner.TranscriptEntry{Step: rec.Step, Tool: act.Tool, Args: act.Args, Stdout: obsText, Stderr: stderr, ExitCode: result.ExitCode, Error: errText})
+	r.addTranscript(planner.TranscriptEntry{Step: rec.Step, Tool: act.Tool, Args: act.Args, Stdout: obsText, Stderr: stderr, ExitCode: result.ExitCode, Error: errText})
 
 	if failed {
 		r.st.RetryCount++
@@ -744,61 +774,144 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 
 func (a Action) call() ToolCall { return ToolCall{Tool: a.Tool, Args: a.Args} }
 
+// complete sends a request to the model with every message redacted: the
+// prompt is an exit. Redaction is per message and deterministic, so the
+// append-only layout (and the KV prefix reuse built on it) is kept.
+func (r *run) complete(req llm.Request) (llm.Response, error) {
+	msgs := make([]llm.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		m.Content = r.e.Redact(m.Content)
+		msgs[i] = m
+	}
+	req.Messages = msgs
+	return r.e.Backend.Complete(r.ctx, req)
+}
+
+// emit writes a trace event with its fields redacted (the trace is an exit,
+// whatever redaction the TraceWriter itself applies).
+func (r *run) emit(event string, fields map[string]any) {
+	if r.e.Trace == nil {
+		return
+	}
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		b, err := marshalNoEscape(v)
+		if err != nil {
+			out[k] = v
+			continue
+		}
+		out[k] = json.RawMessage(r.redactJSON(b))
+	}
+	r.e.Trace.Emit(event, out)
+}
+
+// redactJSON redacts the strings of a JSON value, keeping it valid JSON.
+func (r *run) redactJSON(raw json.RawMessage) json.RawMessage {
+	return exec.RedactJSONWith(raw, r.e.Redact)
+}
+
+// addTranscript keeps a redacted copy of an entry: the transcript goes only
+// to the replanner's prompt and the trace.
+func (r *run) addTranscript(te planner.TranscriptEntry) {
+	te.Args = r.redactJSON(te.Args)
+	te.Stdout, te.Stderr, te.Error = r.e.Redact(te.Stdout), r.e.Redact(te.Stderr), r.e.Redact(te.Error)
+	r.transcript = append(r.transcript, te)
+}
+
 // appendExchange keeps the model's view append-only: a planned action is
 // written as if the model had chosen it, then its observation follows.
 func (r *run) appendExchange(act Action, source string, obs prompt.Observation) {
 	if source == "plan" {
-		b, _ := json.Marshal(act)
+		b, _ := marshalNoEscape(act)
 		r.conv = append(r.conv, llm.Message{Role: llm.RoleAssistant, Content: r.e.Redact(string(b))})
 	}
 	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: prompt.Render("observation", obs)})
 }
 
 func (r *run) checkPhrasesAndStop(rec stepRecord, obs string) bool {
-	lower := strings.ToLower(obs)
 	for _, ph := range r.e.SuccessPhrases {
-		if ph != "" && strings.Contains(lower, strings.ToLower(ph)) {
+		if containsPhrase(obs, ph) {
 			r.end(ReasonSuccess, obs, fmt.Sprintf("success phrase %q observed", ph))
 			return true
 		}
 	}
 	for _, ph := range r.e.FailurePhrases {
-		if ph != "" && strings.Contains(lower, strings.ToLower(ph)) {
+		if containsPhrase(obs, ph) {
 			r.end(ReasonFailure, obs, fmt.Sprintf("failure phrase %q observed", ph))
 			return true
 		}
 	}
 	if r.stopQuery != nil {
-		recJSON, _ := toJQ(rec)
-		state, _ := toJQ(r.jqState())
-		iter := r.stopQuery.RunWithContext(r.ctx, recJSON, state)
-		v, ok := iter.Next()
-		if ok {
-			if err, isErr := v.(error); isErr {
-				r.e.Log.Warn("--stop-when failed", "err", err)
-			} else if v != nil && v != false {
-				r.end(ReasonCustom, rec.Output, "--stop-when matched step "+fmt.Sprint(rec.Step))
-				return true
-			}
+		if match, err := r.stopWhen(rec); err != nil {
+			r.e.Log.Warn("--stop-when failed", "err", err)
+		} else if match {
+			r.end(ReasonCustom, rec.Output, "--stop-when matched step "+fmt.Sprint(rec.Step))
+			return true
 		}
 	}
 	return false
 }
 
 func (r *run) failurePhrase(answer string) string {
-	lower := strings.ToLower(strings.TrimSpace(answer))
 	for _, ph := range r.e.FailurePhrases {
-		if ph != "" && strings.Contains(lower, strings.ToLower(ph)) {
+		if containsPhrase(answer, ph) {
 			return ph
 		}
 	}
+	lower := strings.ToLower(strings.TrimSpace(answer))
 	for _, ph := range defaultCannotPrefixes {
-		if strings.HasPrefix(lower, ph) {
+		if strings.HasPrefix(lower, ph) && wordEdge(lower, len(ph), ph) {
 			return ph
 		}
 	}
 	return ""
 }
+
+// containsPhrase reports whether text contains phrase, ignoring case, as
+// whole words: where the phrase begins or ends with a letter or digit, the
+// text must not continue it ("error" is not found in "errorless", nor
+// "cannot" in "cannotice").
+func containsPhrase(text, phrase string) bool {
+	if phrase == "" {
+		return false
+	}
+	lt, lp := strings.ToLower(text), strings.ToLower(phrase)
+	for from := 0; from <= len(lt)-len(lp); {
+		i := strings.Index(lt[from:], lp)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if wordStart(lt, i, lp) && wordEdge(lt, i+len(lp), lp) {
+			return true
+		}
+		_, size := utf8.DecodeRuneInString(lt[i:])
+		from = i + size
+	}
+	return false
+}
+
+// wordStart: the phrase at text[i:] does not continue a word before it.
+func wordStart(text string, i int, phrase string) bool {
+	first, _ := utf8.DecodeRuneInString(phrase)
+	if !isWordRune(first) || i == 0 {
+		return true
+	}
+	prev, _ := utf8.DecodeLastRuneInString(text[:i])
+	return !isWordRune(prev)
+}
+
+// wordEdge: the phrase ending at text[:end] is not continued by a word.
+func wordEdge(text string, end int, phrase string) bool {
+	last, _ := utf8.DecodeLastRuneInString(phrase)
+	if !isWordRune(last) || end >= len(text) {
+		return true
+	}
+	next, _ := utf8.DecodeRuneInString(text[end:])
+	return !isWordRune(next)
+}
+
+func isWordRune(c rune) bool { return c == '_' || unicode.IsLetter(c) || unicode.IsDigit(c) }
 
 // replan asks the planner for a new plan with the transcript so far.
 func (r *run) replan() {
@@ -807,11 +920,12 @@ func (r *run) replan() {
 	if r.st.ConsecutiveFailures >= e.ReplanThreshold {
 		trigger = "failures"
 	}
-	e.Trace.Emit("replan_request", map[string]any{"trigger": trigger, "transcript": r.transcript, "state": *r.st})
+	r.emit("replan_request", map[string]any{"trigger": trigger, "transcript": r.transcript, "state": *r.st})
 	r.st.Replans++
 	r.replanDue, r.replanWhy = false, ""
 	r.progress("replanning (%s)", trigger)
-	np, usage, err := e.Planner.Plan(r.ctx, r.query, r.transcript, r.plan)
+	// The transcript is already redacted; so is the query the planner sees.
+	np, usage, err := e.Planner.Plan(r.ctx, r.e.Redact(r.query), r.transcript, r.plan)
 	r.addUsage(usage)
 	r.st.ConsecutiveFailures = 0
 	if err != nil {
@@ -820,8 +934,8 @@ func (r *run) replan() {
 		}
 		r.st.Attempts++
 		r.st.RetryCount++
-		e.Trace.Emit("replan_failed", map[string]any{"error": err.Error()})
-		r.record(StepTrace{Action: ToolCall{Tool: schema.Replan}, Observation: "replan failed: " + err.Error(), Error: err.Error(), Source: "model", SkipReason: SkipInvalidAction, TokenUsage: usage})
+		r.emit("replan_failed", map[string]any{"error": err.Error()})
+		r.record(StepTrace{Action: ToolCall{Tool: schema.Replan}, Observation: "replan failed: " + err.Error(), Error: err.Error(), ExitCode: ExitCodeNotRun, Source: "model", SkipReason: SkipInvalidAction, TokenUsage: usage})
 		r.forceModel = true
 		return
 	}
@@ -848,7 +962,7 @@ func (r *run) fallback(reason Reason, msg string) {
 	answer := ""
 	if _, none := r.e.Backend.(llm.None); !none && r.ctx.Err() == nil && reason != ReasonTokenBudget {
 		msgs := append(append([]llm.Message(nil), r.conv...), llm.Message{Role: llm.RoleUser, Content: prompt.Render("fallback", prompt.Fallback{Query: r.query, Reason: "Stopping: " + msg + "."})})
-		resp, err := r.e.Backend.Complete(r.ctx, llm.Request{Kind: llm.KindFallback, Messages: msgs, Schema: schema.Fallback, Sampling: r.e.Sampling, MaxTokens: r.e.MaxTokens})
+		resp, err := r.complete(llm.Request{Kind: llm.KindFallback, Messages: msgs, Schema: schema.Fallback, Sampling: r.e.Sampling, MaxTokens: r.e.MaxTokens})
 		r.addUsage(resp.Usage)
 		if err == nil {
 			var fa struct {
@@ -864,7 +978,7 @@ func (r *run) fallback(reason Reason, msg string) {
 	if answer == "" {
 		answer = r.summary()
 	}
-	r.e.Trace.Emit("fallback", map[string]any{"reason": reason, "message": msg, "answer": answer})
+	r.emit("fallback", map[string]any{"reason": reason, "message": msg, "answer": answer})
 	r.end(reason, answer, msg)
 }
 
@@ -909,71 +1023,98 @@ func (r *run) truncate(s string) string {
 	if len(s) <= limit {
 		return s
 	}
-	head := limit * 3 / 4
-	tail := limit - head
-	for head > 0 && !utf8Start(s[head]) {
-		head--
+	// The cuts keep runes and secrets whole: a secret split here would
+	// leave parts that redaction no longer recognises.
+	var red *exec.Redactor
+	if r.e.Env != nil {
+		red = r.e.Env.Redactor
 	}
-	ts := len(s) - tail
-	for ts < len(s) && !utf8Start(s[ts]) {
-		ts++
-	}
+	head := red.CutBefore(s, limit*3/4)
+	ts := red.CutAfter(s, len(s)-(limit-limit*3/4))
 	cut := ts - head
 	return fmt.Sprintf("%s\n[... %d bytes (~%d tokens) cut ...]\n%s", s[:head], cut, (cut+3)/4, s[ts:])
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 func (r *run) jqState() map[string]any {
 	return map[string]any{"query": r.query, "steps": r.records}
 }
 
+// evalJQ computes a {"$jq": expr} argument over the run state, bounded in
+// time and memory (jqx: "jq: evaluation exceeded 2s" / "256 MiB").
 func (r *run) evalJQ(expr string) (json.RawMessage, error) {
-	code, err := CompileJQ(expr)
+	state, err := json.Marshal(r.jqState())
 	if err != nil {
 		return nil, err
 	}
-	state, err := toJQ(r.jqState())
+	out, err := jqx.Eval(r.ctx, jqx.Request{Expr: expr, Vars: []string{"$state"},
+		VarValues: []json.RawMessage{state}, Input: state, MaxResults: 1})
 	if err != nil {
-		return nil, err
-	}
-	iter := code.RunWithContext(r.ctx, state, state)
-	v, ok := iter.Next()
-	if !ok {
-		return nil, fmt.Errorf("$jq %q produced no value", expr)
-	}
-	if err, isErr := v.(error); isErr {
 		return nil, fmt.Errorf("$jq %q: %v", expr, err)
 	}
-	return json.Marshal(v)
+	if len(out.Results) == 0 {
+		return nil, fmt.Errorf("$jq %q produced no value", expr)
+	}
+	return out.Results[0], nil
+}
+
+// stopWhen evaluates --stop-when over a finished step (run state in
+// $state), with the same bounds as $jq arguments: true unless the first
+// result is false or null (none: false).
+func (r *run) stopWhen(rec any) (bool, error) {
+	recJSON, err := json.Marshal(rec)
+	if err != nil {
+		return false, err
+	}
+	state, err := json.Marshal(r.jqState())
+	if err != nil {
+		return false, err
+	}
+	out, err := jqx.Eval(r.ctx, jqx.Request{Expr: r.e.StopWhen, Vars: []string{"$state"},
+		VarValues: []json.RawMessage{state}, Input: recJSON, MaxResults: 1})
+	if err != nil || len(out.Results) == 0 {
+		return false, err
+	}
+	v := string(out.Results[0])
+	return v != "null" && v != "false", nil
 }
 
 // CompileJQ compiles an expression over the run state ($state is bound too).
 func CompileJQ(expr string) (*gojq.Code, error) {
-	q, err := gojq.Parse(expr)
-	if err != nil {
-		return nil, err
-	}
-	return gojq.Compile(q, gojq.WithVariables([]string{"$state"}))
+	return jqx.Compile(expr, "$state")
 }
 
-// toJQ converts a Go value to the plain JSON types gojq expects.
-func toJQ(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	err = json.Unmarshal(b, &out)
-	return out, err
-}
-
+// argsJSON encodes an arguments object with sorted keys and without HTML
+// escaping, so ">" stays ">" in dry runs, prompts and traces (json.Marshal
+// would write \u003e, also inside the raw values it is given).
 func argsJSON(m map[string]json.RawMessage) json.RawMessage {
 	if m == nil {
 		return json.RawMessage(`{}`)
 	}
-	b, _ := json.Marshal(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // big integers stay exact
+	var v any
+	if dec.Decode(&v) != nil {
+		return b
+	}
+	if out, err := marshalNoEscape(v); err == nil {
+		return out
+	}
 	return b
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // canonical renders JSON with sorted keys and no insignificant space, so

@@ -59,6 +59,12 @@ const (
 	SkipReplanRequested  = "replan_requested"
 )
 
+// ExitCodeNotRun is a trace step's exit_code when its action never ran
+// (skipped, invalid, duplicate, stalled, a replan): no process status is
+// negative, so scripts can tell it from any command's exit status, and it is
+// non-zero, so `.exit_code != 0` sees every step that did not succeed.
+const ExitCodeNotRun = -1
+
 // Action is a tool call: from a plan row or from the model.
 type Action struct {
 	Thought string          `json:"thought,omitempty"`

@@ -1,8 +1,10 @@
 package react
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,12 +40,15 @@ func (t *TraceWriter) Emit(event string, fields map[string]any) {
 	}
 	m["event"] = event
 	m["time"] = time.Now().UTC().Format(time.RFC3339Nano)
-	b, err := json.Marshal(m)
-	if err != nil {
+	// No HTML escaping: "<" and ">" stay readable in commands and output.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
 		t.err = err
 		return
 	}
-	line := string(b)
+	line := strings.TrimSuffix(buf.String(), "\n")
 	if t.redact != nil {
 		line = t.redact(line)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -12,7 +13,8 @@ import (
 // openBackend picks the model backend: --backend if given; else llama when a
 // model is configured (--model, TACT_MODEL, or the only model in the models
 // directory); else script when --script is given; else none.
-func openBackend(s *config.Settings) (llm.Backend, map[string]any, error) {
+// settingName describes a setting for messages (see runOptions.SettingName).
+func openBackend(ctx context.Context, s *config.Settings, settingName func(field string) string) (llm.Backend, map[string]any, error) {
 	name := s.Backend
 	var modelPath, why string
 	if name == "" || name == "llama" {
@@ -55,7 +57,7 @@ func openBackend(s *config.Settings) (llm.Backend, map[string]any, error) {
 		}
 		return sc, map[string]any{"backend": "script", "script": s.Script}, nil
 	case "llama":
-		return openLlama(s, modelPath)
+		return openLlama(ctx, s, modelPath, settingName)
 	default:
 		return nil, nil, badInputf("--backend %q: want llama, script or none", name)
 	}

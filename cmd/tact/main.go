@@ -16,7 +16,12 @@ import (
 	"golang.org/x/term"
 )
 
-func main() { os.Exit(tactMain()) }
+func main() {
+	// First: a process started as the sandbox helper of run_command
+	// supervises the command and exits here.
+	exec.ServeSandboxHelper()
+	os.Exit(tactMain())
+}
 
 // iostreams is the CLI's view of the process's standard streams.
 type iostreams struct {
@@ -35,7 +40,9 @@ func systemStreams() *iostreams {
 // termination event); a second SIGINT exits at once. exitCode reports the
 // conventional code for the signal received (130 or 143), or 0.
 func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	// The cause carries the signal, so a run can write 143 for SIGTERM in
+	// its termination event (signalExitCode).
+	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	code := make(chan int, 1)
@@ -49,12 +56,12 @@ func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 			case s := <-ch:
 				got++
 				if got == 1 {
+					c := 130
 					if s == syscall.SIGTERM {
-						code <- 143
-					} else {
-						code <- 130
+						c = 143
 					}
-					cancel()
+					code <- c
+					cancel(&signalError{sig: s, code: c})
 					continue
 				}
 				if s == syscall.SIGINT {
@@ -76,9 +83,26 @@ func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 	stop = func() {
 		signal.Stop(ch)
 		close(done)
-		cancel()
+		cancel(nil)
 	}
 	return ctx, exitCode, stop
+}
+
+// signalError is the cancellation cause of a context ended by a signal.
+type signalError struct {
+	sig  os.Signal
+	code int // conventional exit code: 130 for SIGINT, 143 for SIGTERM
+}
+
+func (e *signalError) Error() string { return "received " + e.sig.String() }
+
+// signalExitCode is the exit code of the signal that cancelled ctx, or 0.
+func signalExitCode(ctx context.Context) int {
+	var se *signalError
+	if errors.As(context.Cause(ctx), &se) {
+		return se.code
+	}
+	return 0
 }
 
 func tactMain() int {

@@ -14,10 +14,14 @@ import (
 
 	"github.com/itchyny/gojq"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/synth"
 )
 
 func TestMain(m *testing.M) {
+	// run_command's sandbox helper re-executes this binary (as "tact"); it
+	// must serve the helper, not run tactMain or the tests.
+	exec.ServeSandboxHelper()
 	testscript.Main(m, map[string]func(){
 		"tact": func() { os.Exit(tactMain()) },
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,10 +25,12 @@ func newModelsCmd(s *config.Settings) *cobra.Command {
 		Use:   "models",
 		Short: "List, inspect and download GGUF models",
 		Long: "Manage the GGUF models in the models directory ($TACT_MODELS_DIR, default\n" +
-			"$XDG_DATA_HOME/tact/models). --model NAME finds NAME or NAME.gguf there.",
+			"$XDG_DATA_HOME/tact/models). A model NAME (tact run --model NAME, tact models show NAME)\n" +
+			"is NAME or NAME.gguf there. Only regular files (or symlinks to them) are models: a FIFO,\n" +
+			"device, socket or directory named *.gguf is refused without being opened.",
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&s.ModelsDir, "models-dir", s.ModelsDir, "models `DIR` (default $XDG_DATA_HOME/tact/models)")
+	cmd.PersistentFlags().StringVar(&s.ModelsDir, "models-dir", s.ModelsDir, "models `DIR` (default $TACT_MODELS_DIR, else $XDG_DATA_HOME/tact/models)")
 	cmd.AddCommand(newModelsListCmd(s), newModelsShowCmd(s), newModelsPullCmd(s))
 	return cmd
 }
@@ -37,11 +40,18 @@ func newModelsListCmd(s *config.Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the models in the models directory",
-		Long:  "List the models in the models directory as a table, or with --json as one JSON object per line.\nFiles that cannot be read are listed too, with their error.",
-		Args:  cobra.NoArgs,
+		Long: "List the models in the models directory as a table, or with --json as one JSON object per line.\n" +
+			"A *.gguf entry that is not a usable model (not a GGUF file, or not a regular file: a FIFO,\n" +
+			"device, socket or directory, which is never opened) is listed too, with ? columns and its\n" +
+			"error as a warning on stderr (with --json, in its \"error\" field).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir := s.ModelsDirectory()
-			infos, err := models.List(dir)
+			var infos []models.Info
+			err := untilCancelled(cmd.Context(), "models list", func() (err error) {
+				infos, err = models.List(dir)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -66,7 +76,11 @@ func newModelsListCmd(s *config.Settings) *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tARCH\tPARAMS\tQUANT\tCTX\tSIZE")
 			for _, in := range infos {
 				if in.Error != "" {
-					fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\n", in.Name, fmtFileSize(in.Size))
+					size := "-" // nothing to measure: not a regular file, or empty
+					if in.Size > 0 {
+						size = fmtFileSize(in.Size)
+					}
+					fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\n", in.Name, size)
 					continue
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, in.Architecture, fmtParamCount(in.ParameterCount),
@@ -99,25 +113,32 @@ func newModelsShowCmd(s *config.Settings) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show [NAME|PATH]",
-		Short: "Show a model's metadata and chat format",
-		Long: "Show a model's metadata, the chat format tact will use for it and its chat template.\n" +
-			"Without NAME: --model/TACT_MODEL, else the only model in the models directory.",
+		Short: "Show a model's main metadata, chat format and chat template",
+		Long: "Show what tact reads from a model's GGUF metadata: name, path, size, architecture,\n" +
+			"parameter count, quantization (general.file_type), context length and the chat template\n" +
+			"(tokenizer.chat_template), plus the chat format tact will use for it. Other metadata keys\n" +
+			"are not printed. Without NAME: the model in TACT_MODEL, else the only model in the models\n" +
+			"directory. A name that is not a regular GGUF file is an error naming the file (exit 2).",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := s.Model
 			if len(args) == 1 {
 				name = args[0]
 			}
-			path, err := models.Resolve(name, s.ModelsDirectory())
-			if errors.Is(err, models.ErrNoModel) {
-				return badInputf("no model given and none in %s", s.ModelsDirectory())
-			}
-			if err != nil {
+			var info *models.Info
+			err := untilCancelled(cmd.Context(), "models show", func() error {
+				path, err := models.Resolve(name, s.ModelsDirectory())
+				if errors.Is(err, models.ErrNoModel) {
+					return badInputf("no model given and none in %s", s.ModelsDirectory())
+				}
+				if err != nil {
+					return badInput(err)
+				}
+				info, err = models.Inspect(path)
 				return badInput(err)
-			}
-			info, err := models.Inspect(path)
+			})
 			if err != nil {
-				return badInput(err)
+				return err
 			}
 			f, warning := models.NewFormatter(info)
 			d := modelDetails{Info: *info, ChatFormat: f.Name(), ChatFormatWarning: warning}
@@ -169,12 +190,21 @@ func newModelsPullCmd(s *config.Settings) *cobra.Command {
 		Use:   "pull URL",
 		Short: "Download a GGUF model into the models directory",
 		Long: "Download a GGUF model over HTTP(S) into the models directory as NAME.gguf and print its path.\n" +
-			"The download goes to NAME.gguf.partial first: an interrupted pull resumes from it when run\n" +
-			"again (servers without range support restart it). With --sha256 the whole file is checked;\n" +
-			"a mismatch deletes the download. An installed model is only replaced with --force.",
+			"The download goes to NAME.gguf.partial, with the server's ETag (else Last-Modified) kept in\n" +
+			"NAME.gguf.partial.meta. Run the same command again to resume an interrupted pull: it asks for\n" +
+			"the rest with Range and If-Range, so a file that changed on the server (or a server without\n" +
+			"ranges, or a partial without a recorded validator) restarts from zero. No data for\n" +
+			"--stall-timeout aborts the pull (exit 1) and keeps the partial; so do SIGINT (exit 130) and\n" +
+			"SIGTERM (exit 143). A second pull of the same NAME while one runs fails at once (exit 1; the\n" +
+			"lock is NAME.gguf.lock). With --sha256 the whole file is checked; a mismatch deletes the\n" +
+			"download (exit 2). An installed model is only replaced with --force. Messages never show\n" +
+			"credentials in the URL (user:password@, token or signature parameters): they read [REDACTED].",
 		Example: "  tact models pull https://example.com/SmolLM2-135M-Instruct-Q8_0.gguf --name smollm2 --sha256 HEX",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.StallTimeout <= 0 {
+				return badInputf("--stall-timeout %s: must be positive", opts.StallTimeout)
+			}
 			opts.URL = args[0]
 			opts.Dir = s.ModelsDirectory()
 			errOut := cmd.ErrOrStderr()
@@ -184,6 +214,8 @@ func newModelsPullCmd(s *config.Settings) *cobra.Command {
 			path, err := models.Pull(cmd.Context(), opts)
 			switch {
 			case err == nil:
+			case errors.Is(err, context.Canceled):
+				return &exitError{Code: 130, Err: err} // tactMain reports 143 for SIGTERM
 			case errors.Is(err, models.ErrInvalid), errors.Is(err, models.ErrExists),
 				errors.Is(err, models.ErrChecksum), errors.Is(err, models.ErrBadModel):
 				return badInput(err)
@@ -195,10 +227,25 @@ func newModelsPullCmd(s *config.Settings) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Name, "name", "", "model name (default: the URL's file name without .gguf)")
-	f.StringVar(&opts.SHA256, "sha256", "", "expected SHA-256 of the file, in hex")
+	f.StringVar(&opts.Name, "name", "", "model `NAME` (default: the URL's file name without .gguf)")
+	f.StringVar(&opts.SHA256, "sha256", "", "expected SHA-256 of the file, in `HEX`")
 	f.BoolVar(&opts.Force, "force", false, "replace an installed model of the same name")
+	f.DurationVar(&opts.StallTimeout, "stall-timeout", models.DefaultStallTimeout, "give up (keeping the partial file) when no data arrives for this long")
 	return cmd
+}
+
+// untilCancelled runs fn but returns as soon as ctx ends (SIGINT or SIGTERM),
+// with exit 130 (tactMain reports 143 for SIGTERM): whatever fn is blocked
+// in, a models command never outlasts a signal.
+func untilCancelled(ctx context.Context, what string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return &exitError{Code: 130, Err: fmt.Errorf("%s: interrupted", what)}
+	}
 }
 
 // fmtParamCount formats a parameter count: 48, 12K, 248M, 1.2B.

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,5 +216,119 @@ func TestFmtParamCount(t *testing.T) {
 		if got := fmtParamCount(n); got != want {
 			t.Errorf("fmtParamCount(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestModelsHelpText: the help says what the commands do. `models show` has
+// no --model flag (the default comes from TACT_MODEL), and it prints the
+// listed fields, not "all metadata".
+func TestModelsHelpText(t *testing.T) {
+	s := &config.Settings{ModelsDir: t.TempDir()}
+	out, _, err := runModelsCmd(t, s, "show", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "--model/") || strings.Contains(out, "--model ") || strings.Contains(out, "all metadata") {
+		t.Errorf("show help names a --model flag it lacks or claims all metadata:\n%s", out)
+	}
+	for _, want := range []string{"TACT_MODEL", "Other metadata keys\nare not printed", "context length", "chat template"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show help lacks %q:\n%s", want, out)
+		}
+	}
+	_, _, err = runModelsCmd(t, s, "show", "--model", "x")
+	if err == nil || !strings.Contains(err.Error(), "unknown flag: --model") {
+		t.Errorf("show --model: err = %v, want unknown flag", err)
+	}
+
+	out, _, _ = runModelsCmd(t, s, "pull", "--help")
+	for _, want := range []string{"If-Range", "--stall-timeout duration", "(default 1m0s)", "exit 130", "exit 143", "NAME.gguf.lock", "[REDACTED]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pull help lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = runModelsCmd(t, s, "list", "--help")
+	if !strings.Contains(out, "not a regular file") {
+		t.Errorf("list help does not say how non-regular files are listed:\n%s", out)
+	}
+}
+
+// TestModelsNonRegular: a FIFO named *.gguf is listed as refused and `show`
+// names it (exit 2); neither hangs.
+func TestModelsNonRegular(t *testing.T) {
+	dir := modelsTestDir(t)
+	fifo := filepath.Join(dir, "fifo.gguf")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &config.Settings{ModelsDir: dir}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		out, errOut, err := runModelsCmd(t, s, "list")
+		if err != nil || !regexp.MustCompile(`(?m)^fifo +\? +\? +\? +\? +-$`).MatchString(out) ||
+			!strings.Contains(errOut, "tact: warning: model "+fifo+": is a named pipe (FIFO), not a regular file; refused") {
+			t.Errorf("list: %v\nstdout: %s\nstderr: %s", err, out, errOut)
+		}
+		_, _, err = runModelsCmd(t, s, "show", "fifo")
+		if exitCodeOf(err) != exitUsage || err.Error() != "model "+fifo+": is a named pipe (FIFO), not a regular file; refused" {
+			t.Errorf("show fifo: err = %v (exit %d)", err, exitCodeOf(err))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("BUG: models list/show blocked on a FIFO named *.gguf")
+	}
+}
+
+// TestUntilCancelled: a models command blocked in a call returns exit 130 as
+// soon as its context ends (tactMain reports 143 for SIGTERM).
+func TestUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	block := make(chan struct{})
+	defer close(block)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	err := untilCancelled(ctx, "models list", func() error { <-block; return nil })
+	if exitCodeOf(err) != 130 || err.Error() != "models list: interrupted" || time.Since(start) > 5*time.Second {
+		t.Errorf("err = %v (exit %d) after %s", err, exitCodeOf(err), time.Since(start))
+	}
+	if err := untilCancelled(context.Background(), "x", func() error { return badInputf("bad") }); exitCodeOf(err) != exitUsage {
+		t.Errorf("fn's error not passed through: %v", err)
+	}
+}
+
+// TestModelsPullFlagsAndErrors: --stall-timeout is validated; a stalled or
+// busy pull is exit 1; credentials in the URL never show in the error.
+func TestModelsPullFlagsAndErrors(t *testing.T) {
+	s := &config.Settings{ModelsDir: t.TempDir()}
+	for _, v := range []string{"0", "-1s"} {
+		_, _, err := runModelsCmd(t, s, "pull", "--stall-timeout", v, "http://127.0.0.1:1/x.gguf")
+		if exitCodeOf(err) != exitUsage || !strings.HasPrefix(err.Error(), "--stall-timeout ") {
+			t.Errorf("--stall-timeout %s: err = %v (exit %d), want exit 2 naming the flag", v, err, exitCodeOf(err))
+		}
+	}
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	url := strings.Replace(srv.URL, "http://", "http://alice:hunter2pass@", 1) + "/x.gguf?token=TOKsecret1&X-Amz-Signature=SIGsecret2"
+	_, errOut, err := runModelsCmd(t, s, "pull", "--stall-timeout", "200ms", url)
+	if exitCodeOf(err) != exitInternal || !strings.Contains(err.Error(), "no data for 200ms before the server answered") {
+		t.Errorf("stalled pull: err = %v (exit %d)", err, exitCodeOf(err))
+	}
+	for _, secret := range []string{"hunter2pass", "TOKsecret1", "SIGsecret2"} {
+		if strings.Contains(err.Error(), secret) || strings.Contains(errOut, secret) {
+			t.Errorf("credential %q shown: %v %s", secret, err, errOut)
+		}
+	}
+	if want := "pull http://[REDACTED]@" + strings.TrimPrefix(srv.URL, "http://") + "/x.gguf?token=[REDACTED]&X-Amz-Signature=[REDACTED]: "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v, want it to start with %q", err, want)
 	}
 }

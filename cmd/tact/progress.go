@@ -13,6 +13,9 @@ type progress struct {
 	drawn bool
 }
 
+// progressWidth is the most bytes of a status line drawn.
+const progressWidth = 78
+
 func newProgress(io *iostreams, quiet bool) *progress {
 	return &progress{io: io, on: io.StderrTTY && !quiet}
 }
@@ -23,8 +26,11 @@ func (p *progress) update(line string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(line) > 78 {
-		line = line[:77] + "…"
+	// Redact before shortening: a cut secret is no longer recognised.
+	red := stderrRedactor(p.io.ErrOut)
+	line = red.Redact(line)
+	if len(line) > progressWidth {
+		line = line[:red.CutBefore(line, progressWidth-1)] + "…"
 	}
 	fmt.Fprintf(p.io.ErrOut, "\r\033[K%s", line)
 	p.drawn = true

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,9 +38,12 @@ type runOptions struct {
 	IO   *iostreams
 	Mode runMode
 	Args []string
+	// SettingName names a setting in messages: its flag, and its variable
+	// when the value came from the environment (nil: the flag).
+	SettingName func(field string) string
 }
 
-func newRunCmd(s *config.Settings, streams *iostreams, mode runMode) *cobra.Command {
+func newRunCmd(s *config.Settings, origin *config.Origin, streams *iostreams, mode runMode) *cobra.Command {
 	o := &runOptions{S: s, IO: streams, Mode: mode}
 	cmd := &cobra.Command{}
 	switch mode {
@@ -50,40 +54,73 @@ func newRunCmd(s *config.Settings, streams *iostreams, mode runMode) *cobra.Comm
 	case modePlan:
 		cmd.Use = "plan [QUERY...]"
 		cmd.Short = "Plan only; print the plan as JSONL"
+		cmd.Long = "Plan the query and print the plan as JSONL: a header row, then one row a step, to\nreview, edit and run later with `tact exec`. --json prints one object instead,\n{\"plan\": [rows], \"token_usage\": {...}}. The query is the joined arguments, or\nstandard input when there are none (or \"-\")."
 	case modeExec:
 		cmd.Use = "exec [PLAN.jsonl|-]"
 		cmd.Short = "Execute a JSONL plan from a file or standard input"
+		cmd.Long = "Execute a JSONL plan from a file, or from standard input when none is given (or\n\"-\"). The whole plan is checked first: a bad row (unknown tool or field, a\nmissing required argument, a $jq expression that does not compile) exits 2 with\nFILE:LINE before any step runs."
 		cmd.Args = cobra.MaximumNArgs(1)
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		o.Args = args
+		o.SettingName = func(field string) string {
+			f := c.Flag(config.Flag(field))
+			return origin.Name(field, f != nil && f.Changed)
+		}
 		return runCommand(c.Context(), o)
 	}
 	addRunFlags(cmd.Flags(), s, mode)
+	cmd.Annotations = map[string]string{annSettings: "flags"}
 	return cmd
 }
 
-func runCommand(ctx context.Context, o *runOptions) error {
+func runCommand(ctx context.Context, o *runOptions) (err error) {
 	s := o.S
-	if err := validateSettings(s); err != nil {
+	// Settings and variables were checked before the command ran
+	// (config.Origin.Check in the root's PersistentPreRunE).
+	if err := validateRun(s); err != nil {
 		return badInput(err)
 	}
+	// --env values are secrets too when their names say so.
+	redactor, err := exec.NewRedactor(append(os.Environ(), s.Env...), s.Redact)
+	if err != nil {
+		return badInputf("--redact: %v", err)
+	}
+	redactStderr(o.IO, redactor) // logs, progress, --dry-run and messages
+	// The trace is opened first; from here on every way out of the command,
+	// bad input included, ends it with a termination event.
+	var trace *react.TraceWriter
+	if s.Trace != "" {
+		f, err := os.OpenFile(s.Trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return badInputf("--trace: %v", err)
+		}
+		defer f.Close()
+		trace = react.NewTraceWriter(f, traceLineFilter(ctx, redactor))
+	}
+	life := &traceLife{w: trace, ctx: ctx, mode: []string{"run", "plan", "exec"}[o.Mode]}
+	defer func() { life.finish(err) }()
+
 	env, err := exec.NewEnv(s.Workspace)
 	if err != nil {
 		return badInputf("--workspace: %v", err)
 	}
 	env.ToolTimeout = s.ToolTimeout
 	env.ExtraEnv = s.Env
+	env.Sandbox, _ = exec.ParseSandboxMode(s.Sandbox) // checked by validateRun
+	env.NoNetwork = s.NoNetwork
+	life.sandbox = env.SandboxInfo()
 	reg := exec.DefaultRegistry()
 	for _, t := range s.AllowTools {
 		if _, ok := reg.Get(t); !ok {
 			return badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(reg.Names(), ", "))
 		}
 	}
-	// --env values are secrets too when their names say so.
-	redactor, err := exec.NewRedactor(append(os.Environ(), s.Env...), s.Redact)
+	env.Redactor = redactor // tools cut output only where no secret is split
+	// The policy file is read before any model call: a bad one fails fast.
+	policy, err := exec.LoadPolicy(s.PolicyPath())
 	if err != nil {
-		return badInputf("--redact: %v", err)
+		return badInput(err)
 	}
 
 	var query string
@@ -94,6 +131,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 			return err
 		}
 		query = plan.Query()
+		life.query = query
 		if s.Query != "" {
 			query = s.Query
 		}
@@ -105,9 +143,10 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		if err != nil {
 			return err
 		}
+		life.query = query
 	}
 
-	backend, info, err := openBackend(s)
+	backend, info, err := openBackend(ctx, s, o.SettingName)
 	if err != nil {
 		return err
 	}
@@ -127,24 +166,15 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		defer cancel()
 	}
 
-	var trace *react.TraceWriter
-	if s.Trace != "" {
-		f, err := os.OpenFile(s.Trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return badInputf("--trace: %v", err)
-		}
-		defer f.Close()
-		trace = react.NewTraceWriter(f, func(line string) string { return string(redactor.RedactJSON([]byte(line))) })
-	}
-	trace.Emit("run_start", map[string]any{"query": query, "mode": []string{"run", "plan", "exec"}[o.Mode], "backend": info["backend"]})
+	life.start(query, info["backend"])
 
-	sampling := llm.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, Seed: s.Seed}
+	sampling := samplingOf(s)
 	thought := schema.ThoughtOptions{Required: s.RequireThought, MinLength: s.MinThoughtLength}
 	plannerTools := s.AllowTools
 	if len(plannerTools) == 0 {
 		plannerTools = reg.Names()
 	}
-	pl := &planner.Planner{Backend: backend, Registry: reg, Tools: plannerTools, Thought: thought,
+	pl := &planner.Planner{Backend: react.RedactingBackend(backend, redactor.Redact), Registry: reg, Tools: plannerTools, Thought: thought,
 		Sampling: sampling, MaxTokens: planMaxTokens(s), MaxSteps: maxPlanSteps, Info: info}
 
 	if s.NoPlan && noModel {
@@ -165,20 +195,16 @@ func runCommand(ctx context.Context, o *runOptions) error {
 			// Let the executor end the run: it reports the timeout or
 			// cancellation like any other (result, trace event, message).
 			if o.Mode == modePlan {
-				err := contextExit(ctx)
-				emitPlanEnd(trace, err, planUsage)
-				return err
+				life.usage = planUsage
+				return contextExit(ctx)
 			}
 		case o.Mode == modeRun && isInvalidPlan(err):
 			// A bad plan is recorded, not fatal: the run continues as free ReAct.
 			slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
 			trace.Emit("plan_invalid", map[string]any{"error": err.Error()})
 		default:
-			err = fmt.Errorf("planning: %w", err)
-			if o.Mode == modePlan {
-				emitPlanEnd(trace, err, planUsage)
-			}
-			return err
+			life.usage = planUsage
+			return fmt.Errorf("planning: %w", err)
 		}
 	}
 	if o.Mode == modePlan {
@@ -186,13 +212,20 @@ func runCommand(ctx context.Context, o *runOptions) error {
 			return badInputf("tact plan: --no-plan makes no sense here")
 		}
 		var buf bytes.Buffer
-		if err := plan.WriteJSONL(&buf); err != nil {
+		if s.JSON {
+			// One object, like run's --json: the plan's rows and the usage.
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(map[string]any{"plan": plan.Rows(), "token_usage": planUsage}); err != nil {
+				return err
+			}
+		} else if err := plan.WriteJSONL(&buf); err != nil {
 			return err
 		}
 		trace.Emit("plan", map[string]any{"plan": plan.Rows(), "source": plan.Source, "token_usage": planUsage})
+		life.usage = planUsage
 		// Secrets never reach stdout, plans included.
 		_, err := o.IO.Out.Write(redactor.RedactJSON(buf.Bytes()))
-		emitPlanEnd(trace, err, planUsage)
 		return err
 	}
 	if plan != nil && noModel {
@@ -220,10 +253,6 @@ func runCommand(ctx context.Context, o *runOptions) error {
 			slog.Debug("no terminal: running unattended", "err", err)
 		}
 	}
-	policy, err := exec.LoadPolicy(s.PolicyPath())
-	if err != nil {
-		return badInput(err)
-	}
 	gate := exec.NewGate(exec.GateOptions{Policy: policy, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
 		DryRun: s.DryRun, Prompter: prompter, Redactor: redactor, Log: slog.Default()})
 
@@ -246,18 +275,21 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		ex.Planner = pl
 	}
 	res := ex.Run(ctx, query, plan)
+	life.ended = true // the executor wrote the termination event
 	prog.done()
 	if err := trace.Err(); err != nil {
 		slog.Error("trace file", "err", err)
 	}
 	if s.DryRun && !s.Quiet {
+		fmt.Fprintf(o.IO.ErrOut, "dry-run: run_command sandbox: %s\n", env.SandboxInfo())
 		printDryRun(o.IO.ErrOut, res)
 	}
 	if err := printResult(o.IO.Out, s.JSON, res, redactor); err != nil {
 		return err
 	}
 	if res.TerminationReason != react.ReasonSuccess {
-		if res.Message != "" && !s.JSON {
+		// With --json too: stdout holds the object, stderr the one line.
+		if res.Message != "" {
 			fmt.Fprintf(o.IO.ErrOut, "tact: %s: %s\n", res.TerminationReason, res.Message)
 		}
 		return &exitError{Code: res.ExitCode(), Err: errSilent}
@@ -265,10 +297,33 @@ func runCommand(ctx context.Context, o *runOptions) error {
 	return nil
 }
 
-// emitPlanEnd closes the trace of `tact plan` with a termination event.
-func emitPlanEnd(trace *react.TraceWriter, err error, usage llm.Usage) {
+// traceLife makes every trace that was opened end with one termination
+// event, whatever way the command ends: the executor writes its own; for
+// `tact plan` and for errors before or around planning (bad input
+// included) finish writes it, after a run_start if none was written yet.
+type traceLife struct {
+	w              *react.TraceWriter
+	ctx            context.Context
+	mode, query    string
+	sandbox        any // run_command's sandbox, once the workspace is known
+	usage          llm.Usage
+	started, ended bool
+}
+
+func (l *traceLife) start(query string, backend any) {
+	l.w.Emit("run_start", map[string]any{"query": query, "mode": l.mode, "backend": backend, "sandbox": l.sandbox})
+	l.started = true
+}
+
+func (l *traceLife) finish(err error) {
+	if l.w == nil || l.ended {
+		return
+	}
+	if !l.started {
+		l.w.Emit("run_start", map[string]any{"query": l.query, "mode": l.mode})
+	}
 	reason, code := react.ReasonSuccess, 0
-	f := map[string]any{"token_usage": usage}
+	f := map[string]any{"token_usage": l.usage}
 	if err != nil {
 		reason, code = react.ReasonError, exitInternal
 		var ee *exitError
@@ -278,12 +333,47 @@ func emitPlanEnd(trace *react.TraceWriter, err error, usage llm.Usage) {
 				reason = react.ReasonTimeout
 			} else if code == react.ReasonCancelled.ExitCode() {
 				reason = react.ReasonCancelled
+				if c := signalExitCode(l.ctx); c != 0 {
+					code = c // 143 for SIGTERM
+				}
 			}
 		}
 		f["message"] = err.Error()
 	}
 	f["reason"], f["exit_code"], f["success"] = reason, code, err == nil
-	trace.Emit("termination", f)
+	l.w.Emit("termination", f)
+	l.ended = true
+}
+
+// traceLineFilter redacts every trace line. It also corrects the exit code
+// of the executor's termination event after SIGTERM: the executor reports
+// every cancellation as 130, but the process exits 143.
+func traceLineFilter(ctx context.Context, red *exec.Redactor) func(string) string {
+	return func(line string) string {
+		if code := signalExitCode(ctx); code != 0 && code != react.ReasonCancelled.ExitCode() &&
+			strings.Contains(line, `"event":"termination"`) {
+			line = withExitCode(line, react.ReasonCancelled.ExitCode(), code)
+		}
+		return string(red.RedactJSON([]byte(line)))
+	}
+}
+
+// withExitCode rewrites the exit_code field of one JSON event from old to code.
+func withExitCode(line string, old, code int) string {
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil || m["exit_code"] != json.Number(strconv.Itoa(old)) {
+		return line
+	}
+	m["exit_code"] = code
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(m) != nil {
+		return line
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 func isInvalidPlan(err error) bool {
@@ -349,30 +439,33 @@ func printDryRun(w io.Writer, res *react.Result) {
 	}
 }
 
-func validateSettings(s *config.Settings) error {
-	switch {
-	case s.MaxIterations < 1:
-		return fmt.Errorf("--max-iterations must be at least 1")
-	case s.RetryBuffer < 0:
-		return fmt.Errorf("--retry-buffer (REACT_RETRY_BUFFER) must not be negative")
-	case s.ReplanThreshold < 1:
-		return fmt.Errorf("--replan-threshold (REACT_REPLAN_FAILURE_THRESHOLD) must be at least 1")
-	case s.StallThreshold < 1:
-		return fmt.Errorf("--stall-threshold must be at least 1")
-	case s.MaxObservationTokens < 1:
-		return fmt.Errorf("--max-observation-tokens must be at least 1")
-	case s.Timeout < 0:
-		return fmt.Errorf("--timeout must not be negative")
+// samplingOf maps the validated settings to the backend's sampling: for
+// the backend a zero field means "its default", so the CLI's 0 ("off") for
+// --top-k and --min-p becomes the backend's negative "off".
+func samplingOf(s *config.Settings) llm.Sampling {
+	sm := llm.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, Seed: s.Seed}
+	if sm.TopK == 0 {
+		sm.TopK = -1
+	}
+	if sm.MinP == 0 {
+		sm.MinP = -1
+	}
+	return sm
+}
+
+// validateRun checks what config cannot: --stop-when must compile, and
+// --threads is capped at the CPUs present (with a warning).
+func validateRun(s *config.Settings) error {
+	if _, err := exec.ParseSandboxMode(s.Sandbox); err != nil {
+		return fmt.Errorf("--sandbox: %v", err)
 	}
 	if s.StopWhen != "" {
 		if _, err := react.CompileJQ(s.StopWhen); err != nil {
 			return fmt.Errorf("--stop-when: %v", err)
 		}
 	}
-	for _, kv := range s.Env {
-		if i := strings.IndexByte(kv, '='); i <= 0 {
-			return fmt.Errorf("--env %q: want KEY=VALUE", kv)
-		}
+	if w := s.CapThreads(); w != "" {
+		slog.Warn(w)
 	}
 	return nil
 }
@@ -381,7 +474,7 @@ func validateSettings(s *config.Settings) error {
 func readQuery(o *runOptions) (string, error) {
 	var q string
 	if len(o.Args) == 0 || (len(o.Args) == 1 && o.Args[0] == "-") {
-		if f, ok := o.IO.In.(*os.File); ok && len(o.Args) == 0 && term.IsTerminal(int(f.Fd())) {
+		if stdinIsTerminal(o) && len(o.Args) == 0 {
 			return "", badInputf("no query: pass it as arguments, or pipe it in (use - to type it on the terminal)")
 		}
 		b, err := io.ReadAll(io.LimitReader(o.IO.In, 1<<20+1))
@@ -405,6 +498,9 @@ func readQuery(o *runOptions) (string, error) {
 func readPlan(o *runOptions, reg *exec.Registry) (*planner.Plan, error) {
 	name := "-"
 	var r io.Reader = o.IO.In
+	if len(o.Args) == 0 && stdinIsTerminal(o) {
+		return nil, badInputf("no plan: pass a plan file, or pipe one in (use - to type it on the terminal)")
+	}
 	if len(o.Args) == 1 && o.Args[0] != "-" {
 		name = o.Args[0]
 		f, err := os.Open(name)
@@ -419,4 +515,10 @@ func readPlan(o *runOptions, reg *exec.Registry) (*planner.Plan, error) {
 		return nil, badInput(err)
 	}
 	return p, nil
+}
+
+// stdinIsTerminal: reading a query or plan from it would wait for typing.
+func stdinIsTerminal(o *runOptions) bool {
+	f, ok := o.IO.In.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

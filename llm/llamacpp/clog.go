@@ -1,17 +1,24 @@
 package llamacpp
 
-// The binding leaves out three things tact needs: quiet logs, an abort
-// callback (so Ctrl-C stops a long prompt batch, not only generation) and
-// llama_free (so Close releases the context). The functions are declared
+// The binding leaves out five things tact needs: quiet logs, an abort
+// callback (so Ctrl-C stops a long prompt batch, not only generation),
+// llama_free (so Close releases the context), the model's layer count (to
+// tell a model fully offloaded to a GPU) and changing a context's threads
+// (each call runs with its CPU turn's share). The functions are declared
 // here rather than included because their headers live in the binding's
 // module; the symbols are linked in with the binding.
 
 /*
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 struct llama_context;
+struct llama_model;
+const struct llama_model * llama_get_model(const struct llama_context * ctx);
+int32_t llama_model_n_layer(const struct llama_model * model);
+void llama_set_n_threads(struct llama_context * ctx, int32_t n_threads, int32_t n_threads_batch);
 typedef void (*tact_log_callback)(int level, const char * text, void * user_data);
 typedef bool (*tact_abort_callback)(void * data);
 void llama_log_set(tact_log_callback log_callback, void * user_data);
@@ -80,6 +87,17 @@ func setLogs(verbose bool) {
 // TestAbortStopsPromptBatch fails if that ever changes.
 func cContext(lc *llama.Context) *C.struct_llama_context {
 	return *(**C.struct_llama_context)(unsafe.Pointer(lc))
+}
+
+// modelLayers is the model's count of repeating layers (llama.cpp offloads
+// the output layer too once --gpu-layers exceeds it).
+func modelLayers(lc *llama.Context) int {
+	return int(C.llama_model_n_layer(C.llama_get_model(cContext(lc))))
+}
+
+// setThreads changes the threads of the context's next decodes.
+func setThreads(lc *llama.Context, n int) {
+	C.llama_set_n_threads(cContext(lc), C.int32_t(n), C.int32_t(n))
 }
 
 // abortFlag is a C int that llama.cpp polls while computing a batch; setting

@@ -13,6 +13,10 @@
 //     constrained by a GBNF grammar compiled from the request's JSON Schema,
 //     until an end-of-generation token or MaxTokens;
 //   - ctx is checked between tokens and also aborts a prompt batch midway.
+//
+// Loading and each call take a turn on the per-user CPU lock
+// (internal/cpulock) and a call runs with its turn's share of the CPUs, so
+// concurrent tact processes never oversubscribe them; see cpu.go.
 package llamacpp
 
 import (
@@ -33,6 +37,7 @@ import (
 	"github.com/ollama/ollama/llama"
 	"github.com/ollama/ollama/ml"
 
+	"github.com/tactcli/tact/internal/cpulock"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/models"
 )
@@ -66,6 +71,10 @@ type Options struct {
 	// scripts/build-cuda.sh); "" means DIR/../lib/ollama where DIR holds the
 	// executable. ggml only loads from a path containing "lib/ollama".
 	LibDir string
+	// NoCPULock runs model work without taking turns with other processes
+	// (internal/cpulock); CPULockDir overrides the lock's directory.
+	NoCPULock  bool
+	CPULockDir string
 }
 
 // ErrContextFull is wrapped by errors about a prompt or reply that does not
@@ -90,6 +99,9 @@ type Backend struct {
 	grammars map[string]grammarEntry
 	stats    Stats
 	closed   bool
+	cpu      *cpulock.Lock // nil: no lock (opted out, unusable, or all on a GPU)
+	loadWait time.Duration // waited for the lock while loading; reported by the first call
+	threads  int           // llama.cpp's current thread count (a turn's share)
 }
 
 // Stats are cumulative counters over a Backend's calls.
@@ -152,9 +164,14 @@ func backendInit(dir string) {
 	})
 }
 
-// New validates and loads the model and creates its context. Model errors
-// wrap models.ErrBadModel.
-func New(opts Options) (*Backend, error) {
+// New is Load without a context: waiting for the CPU lock cannot be
+// cancelled (it lasts at most another process's model call).
+func New(opts Options) (*Backend, error) { return Load(context.Background(), opts) }
+
+// Load validates and loads the model and creates its context, holding the
+// CPU lock while it does. Model errors wrap models.ErrBadModel; ctx ending
+// while it waits for the lock returns ctx's error.
+func Load(ctx context.Context, opts Options) (*Backend, error) {
 	opts, err := withDefaults(opts)
 	if err != nil {
 		return nil, err
@@ -172,6 +189,14 @@ func New(opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Loading computes on one thread (parsing, repacking weights for the
+	// CPU): a turn of one slot.
+	lock := openCPULock(opts)
+	loadTurn, err := takeTurn(ctx, lock, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer loadTurn.release()
 	setLogs(opts.Verbose)
 	backendInit(opts.LibDir)
 	setLogs(opts.Verbose) // loading backends may have reset ggml's logger
@@ -222,6 +247,15 @@ func New(opts Options) (*Backend, error) {
 		gpus:     gpus,
 		bos:      -1,
 		grammars: map[string]grammarEntry{},
+		cpu:      lock,
+		loadWait: loadTurn.waited,
+		threads:  opts.Threads,
+	}
+	if lock != nil && layers > 0 && len(gpus) > 0 && layers > modelLayers(lc) {
+		// Every layer and the output run on the GPU: the CPU only samples,
+		// and taking turns would only idle the GPU.
+		slog.Debug("model fully offloaded to the GPU; no cpu lock", "gpu_layers", layers)
+		b.cpu = nil
 	}
 	if model.AddBOSToken() {
 		if t, err := model.Tokenize("", true, false); err == nil && len(t) == 1 {
@@ -284,8 +318,12 @@ func (b *Backend) Describe() string {
 	if o.FlashAttn {
 		fa = "on"
 	}
-	return fmt.Sprintf("llama.cpp: %s (%s, %s, %s template) on %s; ctx %d, batch %d, kv cache %s, flash attention %s",
-		b.info.Name, b.info.Architecture, cmp.Or(b.info.Quantization, "?"), b.format.Name(), dev, o.CtxSize, o.BatchSize, o.KVCacheType, fa)
+	lock := "off"
+	if b.cpu != nil {
+		lock = fmt.Sprintf("%s (%d slots)", b.cpu.Dir(), b.cpu.Slots())
+	}
+	return fmt.Sprintf("llama.cpp: %s (%s, %s, %s template) on %s; ctx %d, batch %d, kv cache %s, flash attention %s; cpu lock %s",
+		b.info.Name, b.info.Architecture, cmp.Or(b.info.Quantization, "?"), b.format.Name(), dev, o.CtxSize, o.BatchSize, o.KVCacheType, fa, lock)
 }
 
 // Tokenize returns the tokens of text as the model sees it in a prompt
@@ -344,6 +382,11 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	if err := ctx.Err(); err != nil {
 		return llm.Response{}, err
 	}
+	cpu, err := b.turn(ctx)
+	if err != nil {
+		return llm.Response{Usage: llm.Usage{CPUWaitMS: cpu.waited.Milliseconds()}}, err
+	}
+	defer cpu.release()
 	tokens, err := b.promptTokens(req.Messages)
 	if err != nil {
 		return llm.Response{}, err
@@ -357,7 +400,7 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	}
 
 	reused := b.reuse(tokens)
-	resp := llm.Response{Usage: llm.Usage{PromptTokens: len(tokens) - reused, CachedTokens: reused}}
+	resp := llm.Response{Usage: llm.Usage{PromptTokens: len(tokens) - reused, CachedTokens: reused, CPUWaitMS: cpu.waited.Milliseconds()}}
 
 	b.abort.set(false)
 	stop := context.AfterFunc(ctx, func() { b.abort.set(true) })

@@ -7,7 +7,13 @@
 //   - an 8-step ReAct-like run with a 1500-token system prompt, with KV
 //     prefix reuse and with the cache cleared before every call;
 //   - the grammar's cost per generated token (same generation with and
-//     without a JSON Schema).
+//     without a JSON Schema);
+//   - N concurrent `tact run` processes (N = 2 and 4) against the same N one
+//     after another, with the CPU lock and, for N = 2, without it
+//     (concurrent.go).
+//
+// -only backend or -only concurrency runs one part; -model picks another
+// model (say the tiny one, to check the mechanics quickly).
 //
 // Run it with `make bench` (the Makefile's cgo flags keep llama.cpp's build
 // cached). The model is generated once into synth.CacheDir().
@@ -44,6 +50,12 @@ var (
 	stepsFlag       = flag.Int("steps", 8, "ReAct steps")
 	systemFlag      = flag.Int("system-tokens", 1500, "ReAct system prompt length")
 	verboseFlag     = flag.Bool("v", false, "show llama.cpp's logs")
+
+	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar) or concurrency")
+	concurrentFlag    = flag.String("concurrent", "2,4", "counts of concurrent tact processes, comma-separated")
+	unlockedFlag      = flag.Bool("unlocked", true, "also run the smallest -concurrent count without the cpu lock")
+	unlockedLimitFlag = flag.Duration("unlocked-limit", 150*time.Second, "stop the concurrent runs without the cpu lock after this long")
+	tactFlag          = flag.String("tact", "", "tact binary for the concurrency part (default: build ./cmd/tact)")
 )
 
 const (
@@ -77,6 +89,9 @@ func progress(format string, a ...any) {
 }
 
 func run() error {
+	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" {
+		return fmt.Errorf("-only %q: want backend or concurrency", *onlyFlag)
+	}
 	path := *modelFlag
 	if path == "" {
 		progress("generating the bench model into %s (once)", synth.CacheDir())
@@ -93,7 +108,34 @@ func run() error {
 	if threads <= 0 {
 		threads = llamacpp.PhysicalCores()
 	}
-	be, err := llamacpp.New(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag})
+	header(info, threads)
+	if *onlyFlag != "concurrency" {
+		if err := backendBench(path, threads); err != nil {
+			return err
+		}
+	}
+	if *onlyFlag != "backend" {
+		rs, err := concurrency(path, *threadsFlag)
+		if err != nil {
+			return err
+		}
+		reportConcurrency(rs)
+	}
+	fmt.Printf("\nLoad average %s before, %s after.\n", loadBefore, loadAvg())
+	return nil
+}
+
+// backendBench measures the backend in this process: throughput against
+// the bare binding, ReAct prefix reuse and the grammar's cost.
+func backendBench(path string, threads int) error {
+	// A private CPU lock: the backend takes it around every call as tact
+	// does (its cost counts), but no other tact process can make it wait.
+	lockDir, err := os.MkdirTemp("", "tact-bench-lock-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(lockDir)
+	be, err := llamacpp.New(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag, CPULockDir: lockDir})
 	if err != nil {
 		return err
 	}
@@ -202,7 +244,7 @@ func run() error {
 		return err
 	}
 
-	report(info, threads, tp, withReuse, without, gr)
+	report(tp, withReuse, without, gr)
 	return nil
 }
 
@@ -454,18 +496,21 @@ func (f *filler) text(be *llamacpp.Backend, tokens int) string {
 	}
 }
 
-func report(info *models.Info, threads int, tp throughput, with, without reactResult, g grammarResult) {
+func header(info *models.Info, threads int) {
+	fmt.Printf("## tact llama.cpp backend benchmark\n\n")
+	fmt.Printf("Machine: %s, %d physical cores, %d logical CPUs; %d threads; %s/%s, %s.\n",
+		cpuModel(), llamacpp.PhysicalCores(), runtime.NumCPU(), threads, runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Printf("Model: %s (generated: %s, %.0fM parameters, %s, %.0f MB); context %d, batch %d, KV cache f16.\n\n",
+		info.Name, info.Architecture, float64(info.ParameterCount)/1e6, info.Quantization, float64(info.Size)/1e6, ctxSize, batchSize)
+}
+
+func report(tp throughput, with, without reactResult, g grammarResult) {
 	check := func(ok bool) string {
 		if ok {
 			return "met"
 		}
 		return "MISSED"
 	}
-	fmt.Printf("## tact llama.cpp backend benchmark\n\n")
-	fmt.Printf("Machine: %s, %d physical cores, %d logical CPUs; %d threads; %s/%s, %s; load average %s before, %s after.\n",
-		cpuModel(), llamacpp.PhysicalCores(), runtime.NumCPU(), threads, runtime.GOOS, runtime.GOARCH, runtime.Version(), loadBefore, loadAvg())
-	fmt.Printf("Model: %s (generated: %s, %.0fM parameters, %s, %.0f MB); context %d, batch %d, KV cache f16.\n\n",
-		info.Name, info.Architecture, float64(info.ParameterCount)/1e6, info.Quantization, float64(info.Size)/1e6, ctxSize, batchSize)
 
 	fmt.Printf("| Throughput (best of %d) | tact backend | bare binding loop | ratio | target |\n|---|---|---|---|---|\n", *repeatFlag)
 	pr, gr := tp.promptBackend/tp.promptBare, tp.genBackend/tp.genBare
@@ -482,7 +527,7 @@ func report(info *models.Info, threads int, tp throughput, with, without reactRe
 	fmt.Printf("| without schema (%d tokens) | %.2f |\n", g.plainN, g.plain)
 	fmt.Printf("| with schema (%d tokens) | %.2f |\n", g.constrainedN, g.constrained)
 	fmt.Printf("| overhead per token | %+.2f (%+.1f%%) |\n", g.constrained-g.plain, 100*(g.constrained-g.plain)/g.plain)
-	fmt.Printf("| tokens whose first draw the grammar refused (full pass over the vocabulary) | %.0f%% |\n", 100*g.fullPassShare)
+	fmt.Printf("| tokens whose first draw the grammar refused (full pass over the vocabulary) | %.0f%% |\n\n", 100*g.fullPassShare)
 }
 
 var loadBefore = loadAvg()

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Regression (was a bug; fixed) (main.go signalContext, run.go
+// traceLineFilter): tact exited 143 on SIGTERM, but the trace's termination
+// event said exit_code 130. testscript can send only SIGINT and SIGKILL, so
+// this runs the test binary as tact (testscript.Main's convention: argv[0]
+// named "tact") and sends SIGTERM itself.
+func TestSIGTERMTraceSays143(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a command for a second")
+	}
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tact := filepath.Join(dir, "bin", "tact")
+	if err := os.MkdirAll(filepath.Dir(tact), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, tact); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "slow.jsonl")
+	if err := os.WriteFile(plan, []byte(`{"tool":"run_command","args":{"command":"sleep 30"}}`+"\n"+
+		`{"tool":"final_answer","args":{"answer":"late"}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(dir, "trace.jsonl")
+	cmd := osexec.Command(tact, "exec", "--workspace", ws, "--yes", "--trace", trace, plan)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir + "/.config",
+		"XDG_DATA_HOME=" + dir + "/.local/share", "TACT_NO_INPUT=1"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the command runs (its step has started), then SIGTERM.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(readFile(trace), `"execute_start"`) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *osexec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("exit: %v, want 143", err)
+	}
+	var last map[string]any
+	sc := bufio.NewScanner(strings.NewReader(readFile(trace)))
+	for sc.Scan() {
+		last = nil
+		if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
+			t.Fatalf("trace line %q: %v", sc.Text(), err)
+		}
+	}
+	if last["event"] != "termination" || last["exit_code"] != float64(143) || last["reason"] != "cancelled" {
+		t.Fatalf("last event %v", last)
+	}
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}

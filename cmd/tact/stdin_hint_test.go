@@ -1,0 +1,30 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/creack/pty"
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/exec"
+)
+
+// Regression (was a bug; fixed) (run.go readPlan): `tact exec` with no plan
+// on a terminal waited for input; `tact run` printed a hint.
+// Expected: both print a hint and exit 2 at once.
+func TestTerminalStdinHint(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skip("no pseudo-terminal:", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	o := &runOptions{S: config.Defaults(), IO: &iostreams{In: tty, Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+	_, err = readPlan(o, exec.DefaultRegistry())
+	if err == nil || err.Error() != "no plan: pass a plan file, or pipe one in (use - to type it on the terminal)" {
+		t.Fatalf("exec: %v", err)
+	}
+	if _, err := readQuery(o); err == nil || err.Error() != "no query: pass it as arguments, or pipe it in (use - to type it on the terminal)" {
+		t.Fatalf("run: %v", err)
+	}
+}

@@ -1,0 +1,78 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+)
+
+// Environment switches that make this test binary a small program for the
+// sandbox tests: the commands they run are real processes, so they can be
+// put under Landlock and killed like any other.
+const (
+	testNetEnv    = "TACT_EXEC_TEST_NET"    // "dial ADDR" or "listen": try it, exit 0 on success, 3 if denied
+	testRunCmdEnv = "TACT_EXEC_TEST_RUNCMD" // run_command JSON args: run them as tact would, in the working directory
+)
+
+// TestMain lets this test binary serve as run_command's sandbox helper: the
+// helper re-executes the binary, which must not run the tests again.
+func TestMain(m *testing.M) {
+	if v, ok := os.LookupEnv(testNetEnv); ok {
+		os.Exit(testNetProgram(v))
+	}
+	ServeSandboxHelper()
+	if v, ok := os.LookupEnv(testRunCmdEnv); ok {
+		os.Exit(testRunCmdProgram(v))
+	}
+	os.Exit(m.Run())
+}
+
+// testNetProgram tries one plain-TCP operation (not Multipath TCP, which
+// Landlock does not cover).
+func testNetProgram(op string) int {
+	var err error
+	var addr string
+	switch {
+	case op == "listen":
+		lc := net.ListenConfig{}
+		lc.SetMultipathTCP(false)
+		var l net.Listener
+		if l, err = lc.Listen(context.Background(), "tcp", "127.0.0.1:0"); err == nil {
+			l.Close()
+		}
+	case len(op) > 5 && op[:5] == "dial ":
+		addr = op[5:]
+		d := net.Dialer{}
+		d.SetMultipathTCP(false)
+		var c net.Conn
+		if c, err = d.Dial("tcp", addr); err == nil {
+			c.Close()
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "bad %s=%q\n", testNetEnv, op)
+		return 2
+	}
+	if err != nil {
+		fmt.Println("net error:", err)
+		return 3
+	}
+	fmt.Println("net ok")
+	return 0
+}
+
+// testRunCmdProgram runs one run_command call, like a tact process would,
+// and prints the result; the test kills this process meanwhile.
+func testRunCmdProgram(args string) int {
+	wd, _ := os.Getwd()
+	env, err := NewEnv(wd)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	res := RunCommand{}.Run(context.Background(), env, json.RawMessage(args))
+	fmt.Printf("%q %v\n", res.Output, res.Err)
+	return 0
+}

@@ -1,0 +1,304 @@
+package exec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// ServeSandboxHelper must run first in main (and in TestMain of tests that
+// run run_command). In a process tact started as its sandbox helper it
+// supervises the command and exits; anywhere else it enables the helper for
+// this program's run_command calls and returns.
+//
+// Landlock confines the thread that applies it, and Go cannot run code
+// between fork and exec, so tact re-executes its own binary in this hidden
+// mode. The helper is a child subreaper: it applies the ruleset to a
+// throwaway thread, starts the command from that thread (so the command is
+// confined and the helper is not), waits for it, then ends every process the
+// command left behind (they are reparented to it even after setsid or a
+// double fork) and reports the command's wait status.
+func ServeSandboxHelper() {
+	if len(os.Args) < 2 || os.Args[1] != SandboxHelperArg {
+		helperEnabled.Store(true)
+		return
+	}
+	os.Exit(helperMain())
+}
+
+func detectLandlockABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil || v < 0 {
+		return 0 // ENOSYS: not built in; EOPNOTSUPP: disabled at boot
+	}
+	return v
+}
+
+// startHelper starts the helper for spec with stdin/stdout/stderr files. The
+// caller must hold its OS thread locked until the helper has exited: the
+// helper's parent-death signal fires when that thread ends.
+func startHelper(spec helperSpec, files [3]*os.File) (*os.Process, <-chan helperReport, error) {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return nil, nil, err
+	}
+	argv0 := os.Args[0]
+	if argv0 == "" {
+		argv0 = "tact"
+	}
+	// The helper gets no environment of its own: the command's is in the
+	// spec, and /proc/PID/environ of the helper is readable by the command.
+	var henv []string
+	if d, ok := os.LookupEnv("GOCOVERDIR"); ok {
+		henv = append(henv, "GOCOVERDIR="+d) // coverage builds print a warning without it
+	}
+	proc, err := os.StartProcess("/proc/self/exe", []string{argv0, SandboxHelperArg}, &os.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   henv,
+		Files: []*os.File{files[0], files[1], files[2], specR, repW},
+		// Its own session: no controlling terminal for commands, and one
+		// process group tact can signal as a whole. SIGTERM when tact dies,
+		// even by SIGKILL, so the helper ends the command's tree.
+		Sys: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM},
+	})
+	specR.Close()
+	repW.Close()
+	if err != nil {
+		specW.Close()
+		repR.Close()
+		return nil, nil, err
+	}
+	go func() {
+		// A goroutine: the spec may be larger than the pipe buffer.
+		enc := json.NewEncoder(specW)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(spec)
+		specW.Close()
+	}()
+	report := make(chan helperReport, 1)
+	go func() {
+		defer repR.Close()
+		var rep helperReport
+		b, _ := io.ReadAll(io.LimitReader(repR, 1<<20))
+		if len(b) > 0 && json.Unmarshal(b, &rep) == nil {
+			rep.ok = true
+		}
+		report <- rep
+	}()
+	return proc, report, nil
+}
+
+// helperMain is the helper process: read the spec, become a subreaper, start
+// the command confined, supervise it and report.
+func helperMain() int {
+	// fds 3 and 4 came from tact; the command must not inherit them.
+	syscall.CloseOnExec(3)
+	syscall.CloseOnExec(4)
+	report := os.NewFile(4, "report")
+	specFile := os.NewFile(3, "spec")
+	var spec helperSpec
+	err := json.NewDecoder(io.LimitReader(specFile, maxHelperSpec)).Decode(&spec)
+	specFile.Close()
+	if err != nil {
+		return helperFail(report, ExitCannotExecute, fmt.Errorf("sandbox helper: reading the command: %w", err))
+	}
+	if len(spec.Argv) == 0 || spec.Prog == "" {
+		return helperFail(report, ExitCannotExecute, errors.New("sandbox helper: empty command"))
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return helperFail(report, ExitCannotExecute, fmt.Errorf("sandbox helper: PR_SET_CHILD_SUBREAPER: %w", err))
+	}
+	if os.Getppid() != spec.Parent {
+		// tact died before the parent-death signal was armed; run nothing.
+		return helperFail(report, ExitCannotExecute, errors.New("sandbox helper: tact is gone"))
+	}
+	// Before the command starts, so no stop request is lost.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1)
+
+	pid, err := startConfined(spec)
+	if err != nil {
+		code := ExitCannotExecute
+		if errors.Is(err, fs.ErrNotExist) {
+			code = ExitNotFound
+		}
+		return helperFail(report, code, err)
+	}
+
+	cmdDone := make(chan syscall.WaitStatus, 1)
+	allGone := make(chan struct{})
+	go reapAll(pid, cmdDone, allGone)
+
+	grace := spec.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	var (
+		status syscall.WaitStatus
+		exited bool
+		now    bool // kill at once, no grace (tact's second Ctrl-C)
+	)
+	select {
+	case status = <-cmdDone:
+		exited = true
+	case s := <-sigs:
+		now = s == syscall.SIGUSR1
+	}
+	if !exited || hasChildren() {
+		endTree(grace, now, sigs, allGone)
+	}
+	<-allGone
+	if !exited {
+		status = <-cmdDone
+	}
+	writeReport(report, helperReport{Started: true, Status: uint32(status)})
+	return waitStatusCode(status)
+}
+
+// startConfined starts the command. With Landlock, the ruleset is applied to
+// a throwaway OS thread that forks the command and then ends: the command
+// inherits the domain, the helper keeps none (so, with signal scoping, the
+// command cannot kill the helper that is to clean up after it).
+func startConfined(spec helperSpec) (int, error) {
+	attr := &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: []uintptr{0, 1, 2},
+	}
+	start := func() (int, error) {
+		pid, err := syscall.ForkExec(spec.Prog, spec.Argv, attr)
+		if err != nil {
+			err = fmt.Errorf("start %s: %w", spec.Argv[0], err)
+		}
+		return pid, err
+	}
+	if !spec.Landlock {
+		return start()
+	}
+	rs := commandRuleset(spec)
+	var pid int
+	err := onThrowawayThread(func() error {
+		if err := rs.restrictThisThread(); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		var err error
+		pid, err = start()
+		return err
+	})
+	return pid, err
+}
+
+// onThrowawayThread runs f on an OS thread that ends when f returns, and is
+// never the main thread (the kernel checks a signal sent to the process
+// against the main thread's credentials, and Go never ends that thread).
+func onThrowawayThread(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// Hold the main thread here so the nested call gets another.
+			errc <- onThrowawayThread(f)
+			runtime.UnlockOSThread()
+			return
+		}
+		errc <- f()
+		// Returning while locked makes the Go runtime end this thread.
+	}()
+	return <-errc
+}
+
+// reapAll waits for every child: the command (its status goes to cmdDone)
+// and whatever is reparented to the helper. allGone closes when no child is
+// left. It is the helper's only caller of wait.
+func reapAll(cmdPid int, cmdDone chan<- syscall.WaitStatus, allGone chan<- struct{}) {
+	defer close(allGone)
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return // ECHILD: nothing left
+		}
+		if pid == cmdPid {
+			cmdDone <- ws
+		}
+	}
+}
+
+// hasChildren reports whether the helper has a child, live or not yet
+// reaped, without reaping it.
+func hasChildren() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil
+}
+
+// endTree ends every descendant: SIGTERM (and SIGCONT, so stopped ones can
+// act on it), up to grace for them to go, then SIGKILL until none is left.
+// now skips the grace; a SIGUSR1 during it does too.
+func endTree(grace time.Duration, now bool, sigs <-chan os.Signal, allGone <-chan struct{}) {
+	self := os.Getpid()
+	if !now {
+		signalDescendants(self, syscall.SIGTERM)
+		signalDescendants(self, syscall.SIGCONT)
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+	wait:
+		for {
+			select {
+			case <-allGone:
+				return
+			case <-timer.C:
+				break wait
+			case s := <-sigs:
+				if s == syscall.SIGUSR1 {
+					break wait
+				}
+			}
+		}
+	}
+	for {
+		signalDescendants(self, syscall.SIGKILL)
+		select {
+		case <-allGone:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func helperFail(report *os.File, code int, err error) int {
+	if !writeReport(report, helperReport{Error: err.Error(), Code: code}) {
+		// Not started by tact (someone ran the hidden mode by hand).
+		fmt.Fprintln(os.Stderr, "tact: "+err.Error())
+	}
+	return code
+}
+
+func writeReport(report *os.File, rep helperReport) bool {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return false
+	}
+	_, err = report.Write(b)
+	report.Close()
+	return err == nil
+}

@@ -1,0 +1,278 @@
+// Package jqx evaluates jq filters (gojq) with hard bounds on time and
+// memory, for every place tact runs a filter it did not write: the jq tool,
+// plan arguments {"$jq": ...} and --stop-when.
+//
+// gojq checks its context between instructions, so a time bound stops
+// `def f: f; f`, but one instruction can allocate without bound: `"x" *
+// 1e9` asks for a gigabyte at once, `.[5e8] = 1` for eight, and deep
+// nesting grows the stack until the Go runtime aborts the whole process. No
+// check inside the process can stop those, so each evaluation runs in a
+// child process: the running executable re-executed with ChildArg, which
+// limits its own address space (RLIMIT_AS, enforced by the kernel) before
+// it reads the request. A child that hits the limit dies alone, and Eval
+// reports "jq: evaluation exceeded 256 MiB"; one that runs too long is
+// killed and Eval reports "jq: evaluation exceeded 2s".
+//
+// The child is served from this package's init, so every binary that links
+// jqx (tact, and the test binaries of the packages using it) can serve as
+// its own jq child without further wiring.
+package jqx
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	osexec "os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/itchyny/gojq"
+)
+
+// Default bounds of one evaluation.
+const (
+	DefaultTimeout = 2 * time.Second
+	DefaultMemory  = 256 << 20
+)
+
+// ChildArg is argv[1] of a process started to evaluate one filter. It is not
+// a command users type.
+const ChildArg = "__tact-jq"
+
+// Request is one evaluation.
+type Request struct {
+	Expr string
+	// Vars names variables ("$state") bound to VarValues (JSON), in order.
+	Vars      []string
+	VarValues []json.RawMessage
+	// Input is a stream of JSON values; the filter runs over each in turn.
+	Input []byte
+	// MaxResults stops after this many results (0: all).
+	MaxResults int
+	// MaxOutput stops once the results' JSON exceeds this many bytes and
+	// sets Output.Cut (0: no cap).
+	MaxOutput int
+	Timeout   time.Duration // 0: DefaultTimeout
+	Memory    int64         // bytes; 0: DefaultMemory
+}
+
+// Output is what an evaluation produced.
+type Output struct {
+	Results []json.RawMessage // each result as compact JSON
+	Cut     bool              // stopped at MaxOutput
+	Halted  bool              // the filter called halt
+	// PeakRSS is the child's peak resident memory in bytes (0 if unknown).
+	PeakRSS int64
+}
+
+// LimitError is an evaluation stopped by a bound.
+type LimitError struct {
+	Timeout time.Duration // set when time ran out
+	Memory  int64         // set when memory ran out
+}
+
+func (e *LimitError) Error() string {
+	if e.Timeout > 0 {
+		return "jq: evaluation exceeded " + shortDuration(e.Timeout)
+	}
+	return "jq: evaluation exceeded " + sizeString(e.Memory)
+}
+
+// FilterError is an error the filter itself raised (error/1, a type error,
+// halt_error with a value); Output holds the results before it.
+type FilterError struct{ Msg string }
+
+func (e *FilterError) Error() string { return e.Msg }
+
+// Compile checks that expr parses and compiles with the given variables,
+// without running it (compiling is linear in the filter's size).
+func Compile(expr string, vars ...string) (*gojq.Code, error) {
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	return gojq.Compile(q, gojq.WithVariables(vars), gojq.WithEnvironLoader(func() []string { return nil }))
+}
+
+// request is what the parent sends the child on its stdin.
+type request struct {
+	Expr       string            `json:"expr"`
+	Vars       []string          `json:"vars,omitempty"`
+	VarValues  []json.RawMessage `json:"var_values,omitempty"`
+	Input      string            `json:"input"`
+	MaxResults int               `json:"max_results,omitempty"`
+	MaxOutput  int               `json:"max_output,omitempty"`
+	TimeoutMS  int64             `json:"timeout_ms"`
+}
+
+// reply is one line the child writes on its stdout.
+type reply struct {
+	V     json.RawMessage `json:"v,omitempty"`
+	Error *string         `json:"error,omitempty"`
+	Halt  bool            `json:"halt,omitempty"`
+	Cut   bool            `json:"cut,omitempty"`
+	Done  bool            `json:"done,omitempty"`
+}
+
+// Executable is the program re-executed as the child; tests may replace it.
+var Executable = "/proc/self/exe"
+
+// Eval runs one filter in a child process within the request's bounds. The
+// error is a *LimitError for a bound, a *FilterError for an error the filter
+// raised (with the results before it), ctx's error when ctx ended, or
+// another error when the filter does not compile or the child failed.
+func Eval(ctx context.Context, r Request) (*Output, error) {
+	if _, err := Compile(r.Expr, r.Vars...); err != nil {
+		return nil, err
+	}
+	if len(r.Vars) != len(r.VarValues) {
+		return nil, errors.New("jqx: one value per variable")
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	memory := r.Memory
+	if memory <= 0 {
+		memory = DefaultMemory
+	}
+	body, err := json.Marshal(request{Expr: r.Expr, Vars: r.Vars, VarValues: r.VarValues, Input: string(r.Input),
+		MaxResults: r.MaxResults, MaxOutput: r.MaxOutput, TimeoutMS: timeout.Milliseconds()})
+	if err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := osexec.CommandContext(runCtx, Executable, ChildArg)
+	// Few threads: each reserves its stack in the bounded address space.
+	cmd.Env = []string{childMemEnv + "=" + strconv.FormatInt(memory, 10), "GOMAXPROCS=2"}
+	cmd.Stdin = bytes.NewReader(body)
+	var stderr capped
+	stderr.max = 4096
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive tact
+	cmd.WaitDelay = time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("jq: cannot start the evaluator: %w", err)
+	}
+	out := &Output{}
+	var filterErr error
+	done := false
+	size := 0
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64*1024), maxReplyLine(r.MaxOutput))
+	for sc.Scan() {
+		var rp reply
+		if err := json.Unmarshal(sc.Bytes(), &rp); err != nil {
+			break
+		}
+		switch {
+		case rp.Error != nil:
+			filterErr = &FilterError{Msg: *rp.Error}
+		case rp.Halt:
+			out.Halted = true
+		case rp.Cut:
+			out.Cut = true
+		case rp.Done:
+			done = true
+		default:
+			size += len(rp.V)
+			if r.MaxOutput > 0 && size > r.MaxOutput {
+				out.Cut = true
+				continue
+			}
+			out.Results = append(out.Results, rp.V)
+		}
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	waitErr := cmd.Wait()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && cmd.ProcessState != nil {
+		out.PeakRSS = ru.Maxrss << 10 // kilobytes on Linux
+	}
+	switch {
+	case done && waitErr == nil:
+		return out, filterErr
+	case ctx.Err() != nil:
+		return out, ctx.Err()
+	case runCtx.Err() != nil:
+		return out, &LimitError{Timeout: timeout}
+	case stderr.outOfMemory():
+		return out, &LimitError{Memory: memory}
+	}
+	msg := firstLine(stderr.String())
+	if msg == "" && waitErr != nil {
+		msg = waitErr.Error()
+	}
+	return out, fmt.Errorf("jq: the evaluator failed: %s", msg)
+}
+
+// maxReplyLine bounds one line from the child: a result may be as large as
+// the output cap, or as the memory bound when there is none.
+func maxReplyLine(maxOutput int) int {
+	if maxOutput > 0 {
+		return maxOutput + 1024
+	}
+	return DefaultMemory
+}
+
+// capped keeps the first max bytes written (the child's stderr).
+type capped struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// outOfMemory recognises the Go runtime's messages for a failed allocation
+// or an overgrown stack, which is where RLIMIT_DATA ends the child.
+func (c *capped) outOfMemory() bool {
+	s := c.String()
+	return strings.Contains(s, "out of memory") || strings.Contains(s, "stack exceeds") ||
+		strings.Contains(s, "stack overflow") || strings.Contains(s, "cannot allocate memory") || strings.Contains(s, "cannot map pages") ||
+		strings.Contains(s, "failed to create new OS thread")
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}

@@ -254,6 +254,10 @@ func (r *run) end(reason Reason, answer, msg string) {
 	}
 	r.res.TerminationReason = reason
 	r.res.Success = reason == ReasonSuccess
+	var coder ExitCoder
+	if reason == ReasonCancelled && errors.As(context.Cause(r.ctx), &coder) {
+		r.res.cancelExitCode = coder.ExitCode()
+	}
 	r.res.FinalAnswer = r.e.Redact(answer)
 	r.res.Message = r.e.Redact(msg)
 }
@@ -383,7 +387,12 @@ func (r *run) iteration() {
 				last := r.records[len(r.records)-1]
 				r.end(ReasonFailure, r.summary(), fmt.Sprintf("step %d (%s) failed and no model is configured to recover", last.Step, last.Tool))
 			case p != nil:
-				r.end(ReasonFailure, r.summary(), fmt.Sprintf("plan step %d (%s) cannot run (%s) and no model is configured", r.st.PlanIndex+1, p.Tool, r.st.PlanSkipReason))
+				why := r.st.PlanSkipReason
+				if n := len(r.res.Trace.Steps); n > 0 && r.res.Trace.Steps[n-1].SkipReason != "" {
+					// Say why it could not run (a $jq error, a denial), not only the class.
+					why += ": " + firstLine(r.res.Trace.Steps[n-1].Observation)
+				}
+				r.end(ReasonFailure, r.summary(), fmt.Sprintf("plan step %d (%s) cannot run (%s) and no model is configured", r.st.PlanIndex+1, p.Tool, why))
 			default:
 				r.fallback(ReasonMaxIterations, "the plan ended without final_answer and no model is configured")
 			}

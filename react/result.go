@@ -120,7 +120,20 @@ type Result struct {
 	Trace             struct {
 		Steps []StepTrace `json:"steps"`
 	} `json:"trace"`
+
+	// cancelExitCode is the exit code a cancellation's cause asked for
+	// (143 for SIGTERM); 0 means the reason's own.
+	cancelExitCode int
 }
 
+// ExitCoder is implemented by a context's cancellation cause that knows the
+// process exit code it stands for, such as a signal (130, 143).
+type ExitCoder interface{ ExitCode() int }
+
 // ExitCode of the run.
-func (r *Result) ExitCode() int { return r.TerminationReason.ExitCode() }
+func (r *Result) ExitCode() int {
+	if r.TerminationReason == ReasonCancelled && r.cancelExitCode != 0 {
+		return r.cancelExitCode
+	}
+	return r.TerminationReason.ExitCode()
+}

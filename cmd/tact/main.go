@@ -96,6 +96,9 @@ type signalError struct {
 
 func (e *signalError) Error() string { return "received " + e.sig.String() }
 
+// ExitCode makes the executor report the signal's code (react.ExitCoder).
+func (e *signalError) ExitCode() int { return e.code }
+
 // signalExitCode is the exit code of the signal that cancelled ctx, or 0.
 func signalExitCode(ctx context.Context) int {
 	var se *signalError

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -96,7 +95,7 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 			return badInputf("--trace: %v", err)
 		}
 		defer f.Close()
-		trace = react.NewTraceWriter(f, traceLineFilter(ctx, redactor))
+		trace = react.NewTraceWriter(f, func(line string) string { return string(redactor.RedactJSON([]byte(line))) })
 	}
 	life := &traceLife{w: trace, ctx: ctx, mode: []string{"run", "plan", "exec"}[o.Mode]}
 	defer func() { life.finish(err) }()
@@ -343,37 +342,6 @@ func (l *traceLife) finish(err error) {
 	f["reason"], f["exit_code"], f["success"] = reason, code, err == nil
 	l.w.Emit("termination", f)
 	l.ended = true
-}
-
-// traceLineFilter redacts every trace line. It also corrects the exit code
-// of the executor's termination event after SIGTERM: the executor reports
-// every cancellation as 130, but the process exits 143.
-func traceLineFilter(ctx context.Context, red *exec.Redactor) func(string) string {
-	return func(line string) string {
-		if code := signalExitCode(ctx); code != 0 && code != react.ReasonCancelled.ExitCode() &&
-			strings.Contains(line, `"event":"termination"`) {
-			line = withExitCode(line, react.ReasonCancelled.ExitCode(), code)
-		}
-		return string(red.RedactJSON([]byte(line)))
-	}
-}
-
-// withExitCode rewrites the exit_code field of one JSON event from old to code.
-func withExitCode(line string, old, code int) string {
-	dec := json.NewDecoder(strings.NewReader(line))
-	dec.UseNumber()
-	var m map[string]any
-	if dec.Decode(&m) != nil || m["exit_code"] != json.Number(strconv.Itoa(old)) {
-		return line
-	}
-	m["exit_code"] = code
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(m) != nil {
-		return line
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 func isInvalidPlan(err error) bool {

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Regression (was a bug; fixed) (main.go signalContext, run.go
-// traceLineFilter): tact exited 143 on SIGTERM, but the trace's termination
+// Regression (was a bug; fixed) (main.go signalError, react.ExitCoder):
+// tact exited 143 on SIGTERM, but the trace's termination
 // event said exit_code 130. testscript can send only SIGINT and SIGKILL, so
 // this runs the test binary as tact (testscript.Main's convention: argv[0]
 // named "tact") and sends SIGTERM itself.

@@ -23,17 +23,19 @@ import (
 //
 // Landlock confines the thread that applies it, and Go cannot run code
 // between fork and exec, so tact re-executes its own binary in this hidden
-// mode. The helper is a child subreaper: it applies the ruleset to a
-// throwaway thread, starts the command from that thread (so the command is
-// confined and the helper is not), waits for it, then ends every process the
+// mode. The helper is a child subreaper: it starts the command through a
+// first stage (tact once more) that confines itself and execs the command,
+// so the command is confined and the helper is not; it waits for it, then ends every process the
 // command left behind (they are reparented to it even after setsid or a
 // double fork) and reports the command's wait status.
 func ServeSandboxHelper() {
-	if len(os.Args) < 2 || os.Args[1] != SandboxHelperArg {
-		helperEnabled.Store(true)
-		return
+	switch {
+	case len(os.Args) >= 2 && os.Args[1] == SandboxHelperArg:
+		os.Exit(helperMain())
+	case len(os.Args) >= 2 && os.Args[1] == sandboxStage2Arg:
+		os.Exit(stage2Main())
 	}
-	os.Exit(helperMain())
+	helperEnabled.Store(true)
 }
 
 func detectLandlockABI() int {
@@ -64,10 +66,7 @@ func startHelper(spec helperSpec, files [3]*os.File) (*os.Process, <-chan helper
 	}
 	// The helper gets no environment of its own: the command's is in the
 	// spec, and /proc/PID/environ of the helper is readable by the command.
-	var henv []string
-	if d, ok := os.LookupEnv("GOCOVERDIR"); ok {
-		henv = append(henv, "GOCOVERDIR="+d) // coverage builds print a warning without it
-	}
+	henv := helperEnv()
 	proc, err := os.StartProcess("/proc/self/exe", []string{argv0, SandboxHelperArg}, &os.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   henv,
@@ -102,6 +101,16 @@ func startHelper(spec helperSpec, files [3]*os.File) (*os.Process, <-chan helper
 		report <- rep
 	}()
 	return proc, report, nil
+}
+
+// helperEnv is the environment of the helper and the command's first stage:
+// nothing of tact's, since /proc/PID/environ of both is readable by the
+// command (its own environment travels in the spec).
+func helperEnv() []string {
+	if d, ok := os.LookupEnv("GOCOVERDIR"); ok {
+		return []string{"GOCOVERDIR=" + d} // coverage builds print a warning without it
+	}
+	return nil
 }
 
 // helperMain is the helper process: read the spec, become a subreaper, start
@@ -171,56 +180,104 @@ func helperMain() int {
 	return waitStatusCode(status)
 }
 
-// startConfined starts the command. With Landlock, the ruleset is applied to
-// a throwaway OS thread that forks the command and then ends: the command
-// inherits the domain, the helper keeps none (so, with signal scoping, the
-// command cannot kill the helper that is to clean up after it).
+// startConfined starts the command. With Landlock it starts tact once more
+// as the command's first stage (stage2Main), which confines itself and then
+// execs the command: the command inherits the domain and the helper, which
+// never entered it, stays out of the command's reach (with signal scoping it
+// cannot kill the helper that is to clean up after it). Confining a thread
+// of the helper instead left that thread inside the domain until it ended, a
+// window in which a quick command could kill the helper through it.
 func startConfined(spec helperSpec) (int, error) {
-	attr := &syscall.ProcAttr{
-		Dir:   spec.Dir,
-		Env:   spec.Env,
-		Files: []uintptr{0, 1, 2},
-	}
-	start := func() (int, error) {
-		pid, err := syscall.ForkExec(spec.Prog, spec.Argv, attr)
+	if !spec.Landlock {
+		pid, err := syscall.ForkExec(spec.Prog, spec.Argv, &syscall.ProcAttr{Dir: spec.Dir, Env: spec.Env, Files: []uintptr{0, 1, 2}})
 		if err != nil {
 			err = fmt.Errorf("start %s: %w", spec.Argv[0], err)
 		}
 		return pid, err
 	}
-	if !spec.Landlock {
-		return start()
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return 0, err
 	}
-	rs := commandRuleset(spec)
-	var pid int
-	err := onThrowawayThread(func() error {
-		if err := rs.restrictThisThread(); err != nil {
-			return fmt.Errorf("sandbox: %w", err)
-		}
-		var err error
-		pid, err = start()
-		return err
+	failR, failW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return 0, err
+	}
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{os.Args[0], sandboxStage2Arg}, &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   helperEnv(),
+		Files: []uintptr{0, 1, 2, specR.Fd(), failW.Fd()},
 	})
-	return pid, err
+	specR.Close()
+	failW.Close()
+	if err != nil {
+		specW.Close()
+		failR.Close()
+		return 0, fmt.Errorf("sandbox: starting the confined stage: %w", err)
+	}
+	go func() {
+		enc := json.NewEncoder(specW)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(spec)
+		specW.Close()
+	}()
+	// The failure pipe closes without a word when the exec succeeds.
+	b, _ := io.ReadAll(io.LimitReader(failR, 1<<16))
+	failR.Close()
+	if len(b) == 0 {
+		return pid, nil
+	}
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	var f stage2Failure
+	if json.Unmarshal(b, &f) != nil {
+		f.Error = "sandbox: the confined stage failed"
+	}
+	if f.NotFound {
+		return 0, fmt.Errorf("%s: %w", f.Error, fs.ErrNotExist)
+	}
+	return 0, errors.New(f.Error)
 }
 
-// onThrowawayThread runs f on an OS thread that ends when f returns, and is
-// never the main thread (the kernel checks a signal sent to the process
-// against the main thread's credentials, and Go never ends that thread).
-func onThrowawayThread(f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if unix.Gettid() == unix.Getpid() {
-			// Hold the main thread here so the nested call gets another.
-			errc <- onThrowawayThread(f)
-			runtime.UnlockOSThread()
-			return
+// sandboxStage2Arg is argv[1] of the command's first stage (startConfined).
+const sandboxStage2Arg = "__sandbox-stage2"
+
+// stage2Failure is what the first stage reports when it cannot exec.
+type stage2Failure struct {
+	Error    string `json:"error"`
+	NotFound bool   `json:"not_found,omitempty"`
+}
+
+// stage2Main confines the calling thread and execs the command from it; the
+// new program keeps the thread's domain and no_new_privs.
+func stage2Main() int {
+	syscall.CloseOnExec(3)
+	syscall.CloseOnExec(4)
+	failFile := os.NewFile(4, "failure")
+	fail := func(f stage2Failure) int {
+		b, _ := json.Marshal(f)
+		failFile.Write(b)
+		if f.NotFound {
+			return ExitNotFound
 		}
-		errc <- f()
-		// Returning while locked makes the Go runtime end this thread.
-	}()
-	return <-errc
+		return ExitCannotExecute
+	}
+	var spec helperSpec
+	if err := json.NewDecoder(io.LimitReader(os.NewFile(3, "spec"), maxHelperSpec)).Decode(&spec); err != nil {
+		return fail(stage2Failure{Error: "sandbox: reading the command: " + err.Error()})
+	}
+	runtime.LockOSThread() // the exec must come from the confined thread
+	if err := commandRuleset(spec).restrictThisThread(); err != nil {
+		return fail(stage2Failure{Error: "sandbox: " + err.Error()})
+	}
+	err := syscall.Exec(spec.Prog, spec.Argv, spec.Env)
+	return fail(stage2Failure{Error: fmt.Sprintf("start %s: %v", spec.Argv[0], err), NotFound: errors.Is(err, syscall.ENOENT)})
 }
 
 // reapAll waits for every child: the command (its status goes to cmdDone)

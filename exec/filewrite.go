@@ -10,6 +10,7 @@ import (
 	"path"
 	"syscall"
 
+	"github.com/tactcli/tact/internal/filekind"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,7 +78,7 @@ func openTarget(p *wsPath, mkdirs, read, mustExist bool) (*writeTarget, error) {
 		return nil, p.fail(err)
 	case !typ.IsRegular():
 		t.Close()
-		return nil, fmt.Errorf("%s is %s, not a regular file", p.name, fileKindName(typ))
+		return nil, fmt.Errorf("%s is %s, not a regular file", p.name, filekind.Name(typ))
 	}
 	flag := os.O_WRONLY
 	if read {
@@ -105,7 +106,7 @@ func openTarget(p *wsPath, mkdirs, read, mustExist bool) (*writeTarget, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		t.Close()
-		return nil, fmt.Errorf("%s is %s, not a regular file", p.name, fileKindName(fi.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a regular file", p.name, filekind.Name(fi.Mode()))
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tactcli/tact/internal/filekind"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,7 +86,7 @@ func (p *wsPath) openRegular() (*os.File, fs.FileInfo, error) {
 		return nil, nil, p.fail(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s is %s, not a regular file", p.name, fileKindName(fi.Mode()))
+		return nil, nil, fmt.Errorf("%s is %s, not a regular file", p.name, filekind.Name(fi.Mode()))
 	}
 	f, err := p.root.OpenFile(p.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -98,7 +99,7 @@ func (p *wsPath) openRegular() (*os.File, fs.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s is %s, not a regular file", p.name, fileKindName(fi.Mode()))
+		return nil, nil, fmt.Errorf("%s is %s, not a regular file", p.name, filekind.Name(fi.Mode()))
 	}
 	return f, fi, nil
 }
@@ -219,7 +220,7 @@ func (p *wsPath) readDir() ([]fs.DirEntry, error) {
 		return nil, p.fail(err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is %s, not a directory", p.name, fileKindName(fi.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a directory", p.name, filekind.Name(fi.Mode()))
 	}
 	d, err := openDirIn(p.root, p.rel)
 	if err != nil {

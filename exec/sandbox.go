@@ -248,28 +248,6 @@ func splitPathParts(p string) []string {
 	return strings.Split(p, string(filepath.Separator))
 }
 
-// fileKind names a non-regular file type for error messages.
-func fileKindName(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	case m.IsRegular():
-		return "a regular file"
-	default:
-		return "not a regular file"
-	}
-}
-
 // unwrapPathError drops the *PathError (or *LinkError, from a rename)
 // wrapper so messages name the path the model gave, not the resolved path.
 func unwrapPathError(err error) error {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/tactcli/tact/internal/filekind"
 )
 
 // binarySniff is how many leading bytes are checked for NUL to call a file
@@ -283,7 +285,7 @@ func (t SearchFiles) Run(ctx context.Context, env *Env, raw json.RawMessage) Res
 		err = s.walk(ctx, top, p.rel)
 		top.Close()
 	} else {
-		return toolFail(fmt.Errorf("search_files: %s is %s; want a file or directory", path, fileKindName(fi.Mode())))
+		return toolFail(fmt.Errorf("search_files: %s is %s; want a file or directory", path, filekind.Name(fi.Mode())))
 	}
 	if errors.Is(err, errEnough) {
 		err = nil

@@ -5,35 +5,18 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/tactcli/tact/internal/filekind"
 )
 
 // errNotRegular marks a model path that is not a regular file (a FIFO, a
 // device, a socket or a directory, directly or through a symlink).
 var errNotRegular = errors.New("not a regular file")
 
-// kindOf names a non-regular file mode for messages.
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a regular file"
-}
-
 // notRegular is the "model FILE: is a named pipe (FIFO), not a regular file"
 // error for a file of mode m.
 func notRegular(path string, m fs.FileMode) error {
-	return badModel(path, errNotRegular, "is %s, not a regular file; refused", kindOf(m))
+	return badModel(path, errNotRegular, "is %s, not a regular file; refused", filekind.Name(m))
 }
 
 // statModel stats path (following symlinks) and refuses anything but a

@@ -8,8 +8,11 @@
 // CPU. A model call (or a model load) takes a Turn: as many free slots as
 // it wants threads, but no more than its fair share among the processes that
 // want the CPU at that moment, and at least one, waiting while none is free.
-// The call then runs with one thread per slot held. So a lone run gets
-// every thread it asks for; two concurrent runs on 2 CPUs get one thread
+// The call then runs with one thread per slot held, and at its safe points
+// (between llama.cpp decodes) fits its turn to the fair share of the moment
+// (Turn.Fair, Turn.Resize): a call that started alone gives slots back as
+// soon as another process waits, and takes them again once they are free.
+// So a lone run gets every thread it asks for; two concurrent runs on 2 CPUs get one thread
 // each and run side by side (which beats taking turns with two threads
 // each: a single thread spends no time at barriers); and model threads never
 // outnumber CPUs, whatever the number of processes.
@@ -154,9 +157,61 @@ func (l *Lock) openSlot(i int) (int, error) {
 type Turn struct {
 	Threads int           // slots held: the threads the call may run; at least 1
 	Waited  time.Duration // time spent waiting for a free slot
-	fds     []int         // held slot files
-	want    string        // this turn's presence file
+	lock    *Lock
+	asked   int    // threads asked for: the most Resize grows to
+	fds     []int  // held slot files
+	want    string // this turn's presence file
 	wantFD  int
+	checked time.Time // last Fair that looked at the other turns
+}
+
+// fairEvery bounds how often Fair looks at the other turns (a directory
+// read): a call may check between every generated token.
+const fairEvery = 2 * time.Millisecond
+
+// Fair is the threads the turn should hold now: the threads it asked for,
+// but no more than the fair share among the turns being taken or held at
+// this moment. It is the turn's own count between checks (at most one per
+// fairEvery) and for a turn that holds no slot. A call checks it at its
+// safe points (between decodes) and Resizes when it differs from Threads:
+// so a turn that started alone with every slot gives the surplus back
+// soon after another process starts waiting, and takes slots again once
+// they are free.
+func (t *Turn) Fair() int {
+	if t.lock == nil || len(t.fds) == 0 || t.asked <= 1 {
+		return t.Threads
+	}
+	now := time.Now()
+	if now.Sub(t.checked) < fairEvery {
+		return t.Threads
+	}
+	t.checked = now
+	return min(t.asked, max(1, t.lock.slots/t.lock.active(t.want)))
+}
+
+// Resize makes the turn hold n slots (at least 1, at most what it asked
+// for): it releases the surplus at once, or takes free slots without
+// waiting (it may get fewer than n). Lower the threads that run before
+// shrinking, raise them after growing. It returns Threads, the slots held.
+// A turn that holds no slot (a stopped holder's) stays as it is.
+func (t *Turn) Resize(n int) int {
+	if len(t.fds) == 0 {
+		return t.Threads
+	}
+	n = min(max(n, 1), t.asked)
+	for len(t.fds) > n {
+		fd := t.fds[len(t.fds)-1]
+		syscall.Ftruncate(fd, 0)
+		syscall.Close(fd)
+		t.fds = t.fds[:len(t.fds)-1]
+	}
+	if len(t.fds) < n {
+		if err := t.lock.grab(t, n); err != nil {
+			slog.Debug("cpu lock: taking more slots", "err", err)
+		}
+	}
+	t.Threads = len(t.fds)
+	return t.Threads
 }
 
 // Release gives the slots back. It may be called more than once.
@@ -190,7 +245,7 @@ func (l *Lock) Acquire(ctx context.Context, want int) (*Turn, error) {
 		return nil, err
 	}
 	want = min(max(want, 1), l.slots)
-	t := &Turn{}
+	t := &Turn{lock: l, asked: want}
 	if err := l.register(t); err != nil {
 		return nil, err
 	}
@@ -229,6 +284,7 @@ func (l *Lock) Acquire(ctx context.Context, want int) (*Turn, error) {
 		t.Waited = time.Since(start)
 	}
 	t.Threads = len(t.fds)
+	t.checked = time.Now()
 	if t.Waited > 0 {
 		slog.Debug("got cpu slots", "threads", t.Threads, "waited_ms", t.Waited.Milliseconds())
 	}

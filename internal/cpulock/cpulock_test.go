@@ -53,14 +53,29 @@ func TestContendersNeverExceedTheSlots(t *testing.T) {
 							return
 						}
 						total.Add(int64(turn.Waited))
-						n := inside.Add(int64(turn.Threads))
-						for {
-							m := most.Load()
-							if n <= m || most.CompareAndSwap(m, n) {
-								break
+						note := func(delta int) {
+							n := inside.Add(int64(delta))
+							for {
+								m := most.Load()
+								if n <= m || most.CompareAndSwap(m, n) {
+									break
+								}
 							}
 						}
-						time.Sleep(5 * time.Millisecond)
+						note(turn.Threads)
+						// Fit the turn to its share at a few safe
+						// points, as a model call does: threads go
+						// down before the slots, up after them.
+						for range 5 {
+							time.Sleep(time.Millisecond + fairEvery)
+							was := turn.Threads
+							if n := turn.Fair(); n < was {
+								note(n - was)
+								turn.Resize(n)
+							} else if n > was {
+								note(turn.Resize(n) - was)
+							}
+						}
 						inside.Add(-int64(turn.Threads))
 						turn.Release()
 					}
@@ -101,6 +116,123 @@ func TestFairShare(t *testing.T) {
 	}
 	if n := l.active(""); n != 1 {
 		t.Errorf("active after release = %d, want 1 (the caller)", n)
+	}
+}
+
+// fitLoop fits turn to its fair share every 5ms, as a model call does
+// between decodes, until stop is closed; it sends each new thread count.
+func fitLoop(turn *Turn, stop <-chan struct{}) <-chan int {
+	counts := make(chan int, 100)
+	go func() {
+		defer close(counts)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if n := turn.Fair(); n != turn.Threads {
+				counts <- turn.Resize(n)
+			}
+		}
+	}()
+	return counts
+}
+
+// A turn that took every slot alone gives the surplus back soon after
+// another turn starts waiting (not when its call ends), and takes the slot
+// again once the other turn is released.
+func TestHolderGivesSurplusBack(t *testing.T) {
+	l := open(t, 2)
+	a := acquire(t, l, 2)
+	defer a.Release()
+	if a.Threads != 2 {
+		t.Fatalf("lone turn: %d threads, want 2", a.Threads)
+	}
+	stop := make(chan struct{})
+	counts := fitLoop(a, stop)
+	defer func() {
+		close(stop)
+		for range counts {
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case n := <-counts:
+		t.Fatalf("alone, the holder resized to %d threads", n)
+	default:
+	}
+
+	start := time.Now()
+	b := acquire(t, l, 2)
+	got := time.Since(start)
+	if b.Threads != 1 {
+		t.Errorf("waiter got %d threads, want 1 (its fair share)", b.Threads)
+	}
+	// The holder fits every 5ms and the waiter polls at least every
+	// maxPoll: a second is plenty even on a loaded machine.
+	if got > time.Second {
+		t.Errorf("waiter got its slot after %v, want well under a second", got)
+	}
+	select {
+	case n := <-counts:
+		if n != 1 {
+			t.Errorf("holder resized to %d threads, want 1", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("holder did not report its resize")
+	}
+	t.Logf("waiter got its slot after %v", got)
+
+	b.Release()
+	select {
+	case n := <-counts:
+		if n != 2 {
+			t.Errorf("alone again, the holder resized to %d threads, want 2", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("holder did not take the freed slot again")
+	}
+}
+
+// Resize keeps between 1 and the threads asked for, takes only free slots,
+// and does nothing to a released turn.
+func TestResize(t *testing.T) {
+	l := open(t, 3)
+	a := acquire(t, l, 2)
+	if a.Threads != 2 {
+		t.Fatalf("lone turn of 2 on 3 slots: %d threads", a.Threads)
+	}
+	for _, tc := range []struct{ n, want int }{{0, 1}, {5, 2}, {1, 1}, {2, 2}} {
+		if got := a.Resize(tc.n); got != tc.want || a.Threads != tc.want {
+			t.Errorf("Resize(%d) = %d (Threads %d), want %d", tc.n, got, a.Threads, tc.want)
+		}
+	}
+	a.Resize(1)
+	b := acquire(t, l, 2) // 2 of 3 left, and 2 turns: a share of 1
+	if b.Threads != 1 {
+		t.Fatalf("second turn: %d threads, want 1", b.Threads)
+	}
+	c := acquire(t, l, 1)
+	if got := a.Resize(2); got != 1 {
+		t.Errorf("Resize(2) with no slot free = %d, want 1", got)
+	}
+	c.Release()
+	b.Release()
+	if got := a.Resize(2); got != 2 {
+		t.Errorf("Resize(2) with slots free = %d, want 2", got)
+	}
+	a.Release()
+	if got := a.Resize(2); got != 2 || len(a.fds) != 0 {
+		t.Errorf("Resize after Release = %d with %d slots held", got, len(a.fds))
+	}
+	if n := l.active(""); n != 1 {
+		t.Errorf("active after release = %d, want 1", n)
+	}
+	d := acquire(t, l, 3)
+	defer d.Release()
+	if d.Threads != 3 {
+		t.Errorf("after everyone released: %d threads, want 3", d.Threads)
 	}
 }
 

@@ -140,8 +140,9 @@ func tinyPath(t *testing.T) string {
 
 // TestHelperTurns is not a test: it is a child process of
 // TestProcessesTakeTurns. It loads the tiny model (2 threads) with the lock
-// in LLAMACPP_TURNS_DIR, runs a few calls and prints one line per CPU turn:
-// "hold START END THREADS" (Unix nanoseconds), then "wait MS" in all.
+// in LLAMACPP_TURNS_DIR, runs a few calls and prints one line per stretch
+// of a CPU turn with one thread count, "hold START END THREADS" (Unix
+// nanoseconds), "turn" at the end of each turn, then "wait MS" in all.
 func TestHelperTurns(t *testing.T) {
 	dir := os.Getenv("LLAMACPP_TURNS_DIR")
 	if dir == "" {
@@ -153,11 +154,14 @@ func TestHelperTurns(t *testing.T) {
 	cpuLockHook = func(n int) {
 		mu.Lock()
 		defer mu.Unlock()
-		if n > 0 {
-			start, threads = time.Now(), n
-			return
+		now := time.Now()
+		if threads > 0 {
+			fmt.Printf("hold %d %d %d\n", start.UnixNano(), now.UnixNano(), threads)
 		}
-		fmt.Printf("hold %d %d %d\n", start.UnixNano(), time.Now().UnixNano(), threads)
+		start, threads = now, n
+		if n == 0 {
+			fmt.Println("turn")
+		}
 	}
 	fmt.Println("loading")
 	b, err := New(Options{ModelPath: os.Getenv("LLAMACPP_TURNS_MODEL"), CtxSize: 1024, BatchSize: 64, Threads: 2, CPULockDir: dir})
@@ -168,7 +172,7 @@ func TestHelperTurns(t *testing.T) {
 	var waited int64
 	for i := range 6 {
 		b.Reset()
-		r, err := b.Complete(context.Background(), llm.Request{Messages: conversation(4), MaxTokens: 8, Sampling: llm.Sampling{Seed: i}})
+		r, err := b.Complete(context.Background(), llm.Request{Messages: conversation(4), MaxTokens: 32, Sampling: llm.Sampling{Seed: i}})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -229,6 +233,7 @@ func TestProcessesTakeTurns(t *testing.T) {
 
 	type hold struct{ start, end, threads int64 }
 	var holds []hold
+	turns := 0
 	deadline := time.After(60 * time.Second)
 	for i, c := range children {
 		var waited int64 = -1
@@ -246,6 +251,8 @@ func TestProcessesTakeTurns(t *testing.T) {
 					e, _ := strconv.ParseInt(f[2], 10, 64)
 					n, _ := strconv.ParseInt(f[3], 10, 64)
 					holds = append(holds, hold{s, e, n})
+				case len(f) == 1 && f[0] == "turn":
+					turns++
 				case len(f) == 2 && f[0] == "wait":
 					waited, _ = strconv.ParseInt(f[1], 10, 64)
 				default:
@@ -263,10 +270,13 @@ func TestProcessesTakeTurns(t *testing.T) {
 		}
 		t.Logf("child %d waited %d ms", i, waited)
 	}
-	// Each child held the lock to load and for each of 6 calls.
-	if len(holds) != 2*7 {
-		t.Fatalf("%d holds, want 14", len(holds))
+	// Each child held the lock to load and for each of 6 calls; a call's
+	// turn may change its threads midway.
+	if turns != 2*7 || len(holds) < turns {
+		t.Fatalf("%d turns in %d stretches, want 14 turns", turns, len(holds))
 	}
+	resized := len(holds) - turns
+	t.Logf("%d turns, resized %d times", turns, resized)
 	// Sweep the turns' starts and ends: threads held at once never exceed
 	// the cores (an end sorts before a start at the same instant).
 	type event struct{ at, delta int64 }
@@ -325,6 +335,82 @@ func TestCallRunsWithItsShare(t *testing.T) {
 	if b.threads != cores {
 		t.Errorf("alone again: %d threads, want %d", b.threads, cores)
 	}
+}
+
+// A call that took every slot alone gives the surplus back at its next
+// safe point once another process waits for a slot, so the waiter need not
+// wait for the whole call; its turn takes the slots again once they are
+// free.
+func TestCallGivesSurplusBack(t *testing.T) {
+	cores := cpuSlots()
+	if cores < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	dir := t.TempDir()
+	b := newTiny(t, func(o *Options) { o.CPULockDir = dir; o.Threads = cores; o.CtxSize = 2048; o.BatchSize = 512 })
+	l, err := cpulock.Open(dir, cores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		turn *cpulock.Turn
+		err  error
+		at   time.Time
+	}
+	other := make(chan got, 1)
+	var mu sync.Mutex
+	var counts []int
+	var shrunk time.Time
+	cpuLockHook = func(n int) {
+		mu.Lock()
+		counts = append(counts, n)
+		if len(counts) > 1 && n > 0 && n < counts[len(counts)-2] && shrunk.IsZero() {
+			shrunk = time.Now()
+		}
+		first := len(counts) == 1
+		mu.Unlock()
+		if first {
+			// The call has its turn: another process starts waiting
+			// before the first decode.
+			go func() {
+				tu, err := l.Acquire(context.Background(), cores)
+				other <- got{tu, err, time.Now()}
+			}()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() { cpuLockHook = nil })
+	req := llm.Request{Messages: conversation(12), MaxTokens: 16}
+	if _, err := b.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	var o got
+	select {
+	case o = <-other:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other turn never got a slot")
+	}
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	mu.Lock()
+	t.Logf("thread counts %v; the other turn got %d threads after %v, %v before the call ended", counts, o.turn.Threads, o.turn.Waited, ended.Sub(o.at))
+	if len(counts) < 3 || counts[0] != cores || counts[1] != cores/2 {
+		t.Errorf("thread counts %v, want %d then %d (the call's share) then 0", counts, cores, cores/2)
+	}
+	if shrunk.IsZero() || shrunk.After(ended) {
+		t.Errorf("the call did not give slots back before it ended")
+	}
+	mu.Unlock()
+	if o.turn.Threads != cores/2 {
+		t.Errorf("the other turn got %d threads, want %d", o.turn.Threads, cores/2)
+	}
+	// The other turn waited for the safe point, not for the whole call.
+	if o.turn.Waited > 2*time.Second {
+		t.Errorf("the other turn waited %v", o.turn.Waited)
+	}
+	o.turn.Release()
 }
 
 // modelLayers reads the layer count that decides whether a model is fully

@@ -102,6 +102,7 @@ type Backend struct {
 	cpu      *cpulock.Lock // nil: no lock (opted out, unusable, or all on a GPU)
 	loadWait time.Duration // waited for the lock while loading; reported by the first call
 	threads  int           // llama.cpp's current thread count (a turn's share)
+	call     cpuTurn       // the running call's turn (zero between calls)
 }
 
 // Stats are cumulative counters over a Backend's calls.
@@ -386,7 +387,11 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	if err != nil {
 		return llm.Response{Usage: llm.Usage{CPUWaitMS: cpu.waited.Milliseconds()}}, err
 	}
-	defer cpu.release()
+	b.call = cpu
+	defer func() {
+		b.call = cpuTurn{}
+		cpu.release()
+	}()
 	tokens, err := b.promptTokens(req.Messages)
 	if err != nil {
 		return llm.Response{}, err
@@ -538,17 +543,24 @@ func commonPrefix(a, b []int) int {
 	return n
 }
 
-// decode evaluates tokens after the cache in BatchSize chunks, asking for
-// logits of the last one only, and returns that token's index in its batch.
-// Every decoded chunk joins b.cache, so the cache list always matches the
-// KV cache, also after an error or a cancellation.
+// decode evaluates tokens after the cache in chunks of BatchSize (fitBatch
+// while the call's threads may change), asking for logits of the last one
+// only, and returns that token's index in its batch. Before each chunk the
+// call's CPU turn is fitted to its fair share (fitCPU). Every decoded chunk
+// joins b.cache, so the cache list always matches the KV cache, also after
+// an error or a cancellation.
 func (b *Backend) decode(ctx context.Context, tokens []int) (int, error) {
 	idx := 0
-	for start := 0; start < len(tokens); start += b.opts.BatchSize {
+	for start := 0; start < len(tokens); {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		chunk := tokens[start:min(start+b.opts.BatchSize, len(tokens))]
+		b.fitCPU()
+		size := b.opts.BatchSize
+		if b.resizable() {
+			size = min(size, fitBatch)
+		}
+		chunk := tokens[start:min(start+size, len(tokens))]
 		last := start+len(chunk) == len(tokens)
 		b.batch.Clear()
 		pos := len(b.cache)
@@ -565,7 +577,6 @@ func (b *Backend) decode(ctx context.Context, tokens []int) (int, error) {
 				// A late abort from an earlier call's cancelled context
 				// (context.AfterFunc does not wait): clear it, try again.
 				b.abort.set(false)
-				start -= b.opts.BatchSize
 				continue
 			}
 			if errors.Is(err, llama.ErrKvCacheFull) {
@@ -577,6 +588,7 @@ func (b *Backend) decode(ctx context.Context, tokens []int) (int, error) {
 		}
 		b.cache = append(b.cache, chunk...)
 		idx = len(chunk) - 1
+		start += len(chunk)
 	}
 	return idx, nil
 }

@@ -17,31 +17,45 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tactcli/tact/internal/buildinfo.Version=$(VERSION)
 TEST_TIMEOUT ?= 30m
 
-.PHONY: warm all build test test-short gotest fuzz bench vet fmt clean deps gpu
+.PHONY: warm all build test test-short gotest fuzz bench vet fmt clean deps gpu demo
 
 all: build
 
-build:
+# System packages (apt) the cgo build needs. Every target that compiles cgo
+# depends on the stamp, so `make test` works on a fresh machine; once the
+# packages are in, the stamp makes the check free. dpkg rewrites its status
+# file on every install or removal, so removing a package later re-runs the
+# script (a dpkg-query, silent when all are present).
+DEPS_STAMP := bin/.deps-ok
+DPKG_STATUS ?= $(wildcard /var/lib/dpkg/status)
+
+deps: $(DEPS_STAMP)
+
+$(DEPS_STAMP): scripts/install-deps.sh $(DPKG_STATUS)
+	bash scripts/install-deps.sh
+	@mkdir -p $(@D) && touch $@
+
+build: $(DEPS_STAMP)
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/tact ./cmd/tact
 
 # PKGS and TESTFLAGS narrow a run: make test PKGS=./exec/... TESTFLAGS='-run Foo -v'
 PKGS ?= ./...
 TESTFLAGS ?=
 
-test: build
+test: $(DEPS_STAMP) build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
-test-short:
+test-short: $(DEPS_STAMP)
 	$(GO) test -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 # Run go test with the project's fixed cgo flags, without building bin/tact first.
-gotest:
+gotest: $(DEPS_STAMP)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
-vet:
+vet: $(DEPS_STAMP)
 	$(GO) vet ./...
 
 fmt:
@@ -51,12 +65,24 @@ clean:
 	rm -rf bin
 
 # Compile the cgo llama.cpp binding once so later builds hit the cache.
-warm:
+warm: $(DEPS_STAMP)
 	$(GO) build github.com/ollama/ollama/llama github.com/ollama/ollama/fs/ggml
 
 # Benchmark the embedded llama.cpp backend on a generated ~250M-parameter
 # Q8_0 model (made once into ~/.cache/tact-test-models) and print a markdown
 # report; e.g. BENCHFLAGS='-threads 4'. About 6-7 minutes on 2 idle cores.
 BENCHFLAGS ?=
-bench:
+bench: $(DEPS_STAMP)
 	$(GO) run ./scripts/bench $(BENCHFLAGS)
+
+# The first run on what ships with tact: the example plan without a model,
+# the script backend, then a plan and run on a generated random-weight model
+# (nonsense answers; the demo says how to get a real one). Unattended, offline,
+# and it writes only under bin/.
+DEMO_MODEL := bin/demo-tiny.gguf
+
+$(DEMO_MODEL): $(DEPS_STAMP) $(wildcard scripts/synthmodel/*.go internal/synth/*.go)
+	$(GO) run ./scripts/synthmodel -out $@ -size tiny -seed 1
+
+demo: $(DEPS_STAMP) build $(DEMO_MODEL)
+	@bash scripts/demo.sh bin/tact $(DEMO_MODEL)

@@ -22,7 +22,7 @@ import (
 
 // Settings holds every tunable. Field tags name the environment variable
 // (envconfig), its default, the flag that sets it and a description; the
-// README's variable table must list every envconfig name
+// variables table in docs/cli.md must list every envconfig name
 // (TestReadmeDocumentsContract), so keep desc short and exact.
 //
 // List variables: TACT_ALLOW_TOOLS is comma-separated (tool names have no
@@ -59,6 +59,8 @@ type Settings struct {
 	Script      string  `envconfig:"TACT_SCRIPT" flag:"script" desc:"JSONL file of canned replies for the script backend"`
 	Model       string  `envconfig:"TACT_MODEL" flag:"model" desc:"GGUF model path or name in the models directory"`
 	ModelsDir   string  `envconfig:"TACT_MODELS_DIR" flag:"models-dir" desc:"models directory (default $XDG_DATA_HOME/tact/models)"`
+	Pull        bool    `envconfig:"TACT_PULL" flag:"pull" desc:"download the catalog model named by --model (or the recommended default when none is set) before running, with progress on stderr"`
+	HFEndpoint  string  `envconfig:"HF_ENDPOINT" desc:"Hugging Face hub or mirror that catalog names, hf.co/... and REPO:QUANT pulls download from (default https://huggingface.co)"`
 	Threads     int     `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: physical cores; more than the CPUs present is capped with a warning)"`
 	CtxSize     int     `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens (default: the model's, at most 8192; refused when its KV cache cannot fit in memory)"`
 	BatchSize   int     `envconfig:"TACT_BATCH_SIZE" flag:"batch-size" default:"512" desc:"prompt batch size in tokens (1 to 65536)"`

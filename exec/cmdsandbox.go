@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 )
 
-// SandboxMode is run_command's kernel sandbox (see README "Sandbox").
+// SandboxMode is run_command's kernel sandbox (see docs/safety.md, "Sandbox").
 type SandboxMode string
 
 const (

@@ -83,8 +83,35 @@ func (e *pullError) Unwrap() []error {
 	return errs
 }
 
+// Verification says how a pull's file was checked.
+type Verification string
+
+const (
+	// Unverified: no digest was given and the server declared none.
+	Unverified Verification = ""
+	// VerifiedGiven: the file matched PullOptions.SHA256 (--sha256 or the
+	// catalog's pinned digest).
+	VerifiedGiven Verification = "sha256"
+	// VerifiedDeclared: the file matched the SHA-256 the server declared
+	// for it (X-Linked-Etag, as Hugging Face resolve URLs send).
+	VerifiedDeclared Verification = "declared"
+)
+
+// PullResult is what PullModel installed and how it was checked.
+type PullResult struct {
+	Path     string
+	SHA256   string // hex digest of the installed file
+	Verified Verification
+}
+
 // Pull downloads a GGUF model into opts.Dir as NAME.gguf and returns its
-// path.
+// path (see PullModel).
+func Pull(ctx context.Context, opts PullOptions) (string, error) {
+	r, err := PullModel(ctx, opts)
+	return r.Path, err
+}
+
+// PullModel downloads a GGUF model into opts.Dir as NAME.gguf.
 //
 // It holds an exclusive lock (NAME.gguf.lock) for the whole pull; a second
 // pull of the same name fails at once with ErrBusy. It writes to
@@ -98,16 +125,21 @@ func (e *pullError) Unwrap() []error {
 // readable GGUF file, and it is fsynced and renamed into place atomically; a
 // checksum mismatch or a file that is not a model is removed.
 //
+// The digest checked is opts.SHA256 when given; else the SHA-256 the server
+// declares for the file in an X-Linked-Etag header (on the answer or on a
+// redirect leading to it), as Hugging Face does; else the result says
+// Unverified, for the caller to report.
+//
 // Every error message shows the URL through SafeURL: credentials never
 // appear in errors, progress or the files Pull writes.
-func Pull(ctx context.Context, opts PullOptions) (string, error) {
-	p, err := pull(ctx, opts)
+func PullModel(ctx context.Context, opts PullOptions) (PullResult, error) {
+	r, err := pull(ctx, opts)
 	if err != nil {
 		// net/http and url errors quote URLs (redirect targets too): redact
 		// whatever any layer put in the message.
-		return "", &redactedError{msg: RedactURL(err.Error(), opts.URL), err: err}
+		return PullResult{}, &redactedError{msg: RedactURL(err.Error(), opts.URL), err: err}
 	}
-	return p, nil
+	return r, nil
 }
 
 // redactedError shows a redacted message and keeps the cause for errors.Is.
@@ -119,11 +151,11 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-func pull(ctx context.Context, opts PullOptions) (string, error) {
+func pull(ctx context.Context, opts PullOptions) (PullResult, error) {
 	shown := SafeURL(opts.URL)
 	u, err := url.Parse(opts.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", &pullError{msg: fmt.Sprintf("pull %q: not an http(s) URL", shown), kind: ErrInvalid}
+		return PullResult{}, &pullError{msg: fmt.Sprintf("pull %q: not an http(s) URL", shown), kind: ErrInvalid}
 	}
 	name := opts.Name
 	if name == "" {
@@ -131,37 +163,37 @@ func pull(ctx context.Context, opts PullOptions) (string, error) {
 	}
 	name = strings.TrimSuffix(name, Ext)
 	if err := checkName(name); err != nil {
-		return "", &pullError{msg: fmt.Sprintf("pull %s: %v; give one with --name", shown, err), kind: ErrInvalid}
+		return PullResult{}, &pullError{msg: fmt.Sprintf("pull %s: %v; give one with --name", shown, err), kind: ErrInvalid}
 	}
 	want := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(opts.SHA256)), "sha256:")
 	if want != "" {
 		if b, err := hex.DecodeString(want); err != nil || len(b) != sha256.Size {
-			return "", &pullError{msg: fmt.Sprintf("pull %s: --sha256 %q is not 64 hex digits", shown, opts.SHA256), kind: ErrInvalid}
+			return PullResult{}, &pullError{msg: fmt.Sprintf("pull %s: --sha256 %q is not 64 hex digits", shown, opts.SHA256), kind: ErrInvalid}
 		}
 	}
 	if opts.StallTimeout < 0 {
-		return "", &pullError{msg: fmt.Sprintf("pull %s: stall timeout %s is negative", shown, opts.StallTimeout), kind: ErrInvalid}
+		return PullResult{}, &pullError{msg: fmt.Sprintf("pull %s: stall timeout %s is negative", shown, opts.StallTimeout), kind: ErrInvalid}
 	}
 	if opts.Dir == "" {
-		return "", &pullError{msg: fmt.Sprintf("pull %s: no models directory", shown), kind: ErrInvalid}
+		return PullResult{}, &pullError{msg: fmt.Sprintf("pull %s: no models directory", shown), kind: ErrInvalid}
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return "", fmt.Errorf("pull %s: models directory: %w", shown, err)
+		return PullResult{}, fmt.Errorf("pull %s: models directory: %w", shown, err)
 	}
 	final := filepath.Join(opts.Dir, name+Ext)
 
 	lock, err := lockFile(final + LockExt)
 	if errors.Is(err, errLocked) {
-		return "", &pullError{kind: ErrBusy, msg: fmt.Sprintf("pull %s: another tact models pull of %s is running (it holds %s); wait for it to finish",
+		return PullResult{}, &pullError{kind: ErrBusy, msg: fmt.Sprintf("pull %s: another tact models pull of %s is running (it holds %s); wait for it to finish",
 			shown, name, final+LockExt)}
 	}
 	if err != nil {
-		return "", fmt.Errorf("pull %s: %w", shown, err)
+		return PullResult{}, fmt.Errorf("pull %s: %w", shown, err)
 	}
 	defer lock.release()
 
 	if _, err := os.Lstat(final); err == nil && !opts.Force {
-		return "", &pullError{msg: fmt.Sprintf("pull %s: model %s already exists at %s; use --force to replace it", shown, name, final), kind: ErrExists}
+		return PullResult{}, &pullError{msg: fmt.Sprintf("pull %s: model %s already exists at %s; use --force to replace it", shown, name, final), kind: ErrExists}
 	}
 	partial := final + PartialExt
 
@@ -173,20 +205,33 @@ func pull(ctx context.Context, opts PullOptions) (string, error) {
 	if stall == 0 {
 		stall = DefaultStallTimeout
 	}
-	t := &transfer{ctx: ctx, client: client, rawURL: opts.URL, shown: shown, partial: partial, meta: partial + MetaExt,
+	t := &transfer{ctx: ctx, rawURL: opts.URL, shown: shown, partial: partial, meta: partial + MetaExt,
 		name: name, progress: opts.Progress, stall: stall}
+	t.client = t.watchRedirects(client)
 	sum, err := t.run()
 	if err != nil {
-		return "", err
+		return PullResult{}, err
 	}
 	discard := func() {
 		os.Remove(partial)
 		os.Remove(t.meta)
 	}
-	if want != "" && sum != want {
-		discard()
-		return "", &pullError{kind: ErrChecksum,
-			msg: fmt.Sprintf("pull %s: sha256 mismatch: got %s, want %s; the download was removed", shown, sum, want)}
+	verified := Unverified
+	switch {
+	case want != "":
+		if sum != want {
+			discard()
+			return PullResult{}, &pullError{kind: ErrChecksum,
+				msg: fmt.Sprintf("pull %s: sha256 mismatch: got %s, want %s; the download was removed", shown, sum, want)}
+		}
+		verified = VerifiedGiven
+	case t.declared != "":
+		if sum != t.declared {
+			discard()
+			return PullResult{}, &pullError{kind: ErrChecksum,
+				msg: fmt.Sprintf("pull %s: sha256 mismatch: got %s, the server declared %s (X-Linked-Etag); the download was removed", shown, sum, t.declared)}
+		}
+		verified = VerifiedDeclared
 	}
 	if _, err := Inspect(partial); err != nil {
 		// A resumed download cannot fix a file that is not a model (an HTML
@@ -196,14 +241,14 @@ func pull(ctx context.Context, opts PullOptions) (string, error) {
 		if strings.Contains(u.Host, "huggingface.co") && strings.Contains(u.Path, "/blob/") {
 			hint = " (Hugging Face serves files under /resolve/, not /blob/)"
 		}
-		return "", &pullError{msg: fmt.Sprintf("pull %s: the download is not a usable model%s (%v); it was removed", shown, hint, err), kind: ErrBadModel, err: err}
+		return PullResult{}, &pullError{msg: fmt.Sprintf("pull %s: the download is not a usable model%s (%v); it was removed", shown, hint, err), kind: ErrBadModel, err: err}
 	}
 	if err := os.Rename(partial, final); err != nil {
-		return "", fmt.Errorf("pull %s: install: %w", shown, err)
+		return PullResult{}, fmt.Errorf("pull %s: install: %w", shown, err)
 	}
 	os.Remove(t.meta)
 	syncDir(opts.Dir)
-	return final, nil
+	return PullResult{Path: final, SHA256: sum, Verified: verified}, nil
 }
 
 func checkName(name string) error {
@@ -241,6 +286,54 @@ type transfer struct {
 	f      *os.File
 	h      hash.Hash
 	offset int64
+	// declared is the SHA-256 the server declared (X-Linked-Etag), the
+	// first one seen along the redirects of any request; "" if none.
+	declared string
+}
+
+// watchRedirects returns a copy of client that records a declared digest
+// from every redirect answer, then follows the redirect as client would.
+func (t *transfer) watchRedirects(client *http.Client) *http.Client {
+	c := *client
+	next := client.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.Response != nil {
+			t.seeDeclared(req.Response.Header)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 { // net/http's default policy
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &c
+}
+
+func (t *transfer) seeDeclared(h http.Header) {
+	if t.declared != "" {
+		return
+	}
+	if sum, ok := DeclaredSHA256(h.Get("X-Linked-Etag")); ok {
+		t.declared = sum
+	}
+}
+
+// DeclaredSHA256 reads the SHA-256 in an X-Linked-Etag value: 64 hex
+// digits, possibly quoted and marked weak (W/"..."). Anything else (a git
+// SHA-1 of a small file, say) declares nothing.
+func DeclaredSHA256(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	v = strings.TrimPrefix(v, "W/")
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	v = strings.ToLower(v)
+	if b, err := hex.DecodeString(v); err != nil || len(b) != sha256.Size {
+		return "", false
+	}
+	return v, true
 }
 
 // errStallCause cancels a request that received nothing for the stall timeout.
@@ -469,6 +562,7 @@ func (t *transfer) get(offset int64, validator string) (*request, error) {
 		r.close()
 		return nil, err
 	}
+	t.seeDeclared(resp.Header)
 	r.resp = resp
 	return r, nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/tactcli/tact/llm"
 )
 
-// Reason is why a run ended. Each has a stable exit code (README).
+// Reason is why a run ended. Each has a stable exit code (docs/cli.md).
 type Reason string
 
 const (

@@ -1,4 +1,4 @@
-// Command tact runs plans and ReAct agents from the shell. See README.md for
+// Command tact runs plans and ReAct agents from the shell. See docs/cli.md for
 // the scripting contract (exit codes, --json, traces).
 package main
 

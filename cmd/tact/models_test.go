@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +22,7 @@ import (
 	"github.com/ollama/ollama/fs/ggml"
 
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/models"
 )
 
 const modelsTestChatML = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
@@ -330,5 +335,288 @@ func TestModelsPullFlagsAndErrors(t *testing.T) {
 	}
 	if want := "pull http://[REDACTED]@" + strings.TrimPrefix(srv.URL, "http://") + "/x.gguf?token=[REDACTED]&X-Amz-Signature=[REDACTED]: "; !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("err = %v, want it to start with %q", err, want)
+	}
+}
+
+// testHub stands in for the Hugging Face hub: /api/models/REPO lists files,
+// /REPO/resolve/REV/FILE redirects to /cdn/FILE with X-Linked-Etag set to
+// declared (when not ""), and /cdn/FILE serves the bytes.
+type testHub struct {
+	*httptest.Server
+	files    map[string][]byte // "REPO/FILE" -> bytes
+	declared func(file string) string
+}
+
+func newTestHub(t *testing.T, files map[string][]byte, declared func(file string) string) *testHub {
+	h := &testHub{files: files, declared: declared}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if repo, ok := strings.CutPrefix(p, "/api/models/"); ok {
+			var sib []map[string]string
+			for k := range h.files {
+				if f, ok := strings.CutPrefix(k, repo+"/"); ok {
+					sib = append(sib, map[string]string{"rfilename": f})
+				}
+			}
+			sort.Slice(sib, func(i, j int) bool { return sib[i]["rfilename"] < sib[j]["rfilename"] })
+			if sib == nil {
+				http.NotFound(w, r)
+				return
+			}
+			json.NewEncoder(w).Encode(map[string]any{"id": repo, "siblings": sib})
+			return
+		}
+		if m := regexp.MustCompile(`^/([^/]+/[^/]+)/resolve/[^/]+/(.+)$`).FindStringSubmatch(p); m != nil {
+			if _, ok := h.files[m[1]+"/"+m[2]]; !ok {
+				http.NotFound(w, r)
+				return
+			}
+			if h.declared != nil {
+				if d := h.declared(m[2]); d != "" {
+					w.Header().Set("X-Linked-Etag", `"`+d+`"`)
+				}
+			}
+			http.Redirect(w, r, "/cdn/"+m[1]+"/"+m[2], http.StatusFound)
+			return
+		}
+		if key, ok := strings.CutPrefix(p, "/cdn/"); ok {
+			if b, ok := h.files[key]; ok {
+				http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(b))
+				return
+			}
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func tinyModelBytes(t *testing.T) []byte {
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	writeModelsTestGGUF(t, p, ggml.KV{"general.architecture": "llama"})
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestModelsCatalog(t *testing.T) {
+	dir := t.TempDir()
+	writeModelsTestGGUF(t, filepath.Join(dir, "llama3.2-1b.gguf"), ggml.KV{"general.architecture": "llama"})
+	s := &config.Settings{ModelsDir: dir, HFEndpoint: "http://mirror.test/hf/"}
+
+	out, errOut, err := runModelsCmd(t, s, "catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(models.Catalog())+1 || !regexp.MustCompile(`^NAME +SIZE +LICENSE +CTX +PULLED +NOTE$`).MatchString(lines[0]) {
+		t.Fatalf("catalog table:\n%s", out)
+	}
+	for _, want := range []string{
+		`(?m)^qwen2\.5-1\.5b \* +1\.1GB +Apache-2\.0 +32768 +no +recommended on a CPU`,
+		`(?m)^llama3\.2-1b +808MB +Llama 3\.2 Community License +131072 +yes +weak tool user: BFCL V2 25\.7`,
+		`(?m)^qwen2\.5-3b +~2\.1GB +Qwen Research`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("catalog lacks %s:\n%s", want, out)
+		}
+	}
+	if errOut != "* recommended on a CPU; get it with: tact models pull qwen2.5-1.5b (1.1GB download)\n" {
+		t.Errorf("stderr = %q", errOut)
+	}
+
+	out, _, err = runModelsCmd(t, s, "catalog", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var r map[string]any
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) != len(models.Catalog()) {
+		t.Fatalf("%d rows", len(rows))
+	}
+	byName := map[string]map[string]any{}
+	for _, r := range rows {
+		byName[r["name"].(string)] = r
+	}
+	d := byName["qwen2.5-1.5b"]
+	if d["default"] != true || d["pulled"] != false || d["size"] != 1117320736.0 || d["context_length"] != 32768.0 ||
+		d["sha256"] != "6a1a2eb6d15622bf3c96857206351ba97e1af16c30d7a74ee38970e434e9407e" || d["license"] != "Apache-2.0" ||
+		d["url"] != "http://mirror.test/hf/Qwen/Qwen2.5-1.5B-Instruct-GGUF/resolve/91cad51170dc346986eccefdc2dd33a9da36ead9/qwen2.5-1.5b-instruct-q4_k_m.gguf" {
+		t.Errorf("default row = %v", d)
+	}
+	if l := byName["llama3.2-1b"]; l["pulled"] != true || l["path"] != filepath.Join(dir, "llama3.2-1b.gguf") {
+		t.Errorf("pulled row = %v", l)
+	}
+	if q := byName["qwen2.5-3b"]; q["size_approximate"] != true || q["sha256"] != nil {
+		t.Errorf("approximate row = %v", q)
+	}
+
+	s.HFEndpoint = "ftp://mirror"
+	if _, _, err := runModelsCmd(t, s, "catalog"); exitCodeOf(err) != exitUsage || !strings.Contains(err.Error(), "HF_ENDPOINT=ftp://mirror: want an http(s) URL") {
+		t.Errorf("bad HF_ENDPOINT: %v", err)
+	}
+}
+
+func TestModelsPullHubForms(t *testing.T) {
+	content := tinyModelBytes(t)
+	good := sha256Hex(content)
+	files := map[string][]byte{
+		"Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf": content,
+		"Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q8_0.gguf":   content,
+		"o/r/Tiny-Q4_K_M.gguf":              content,
+		"o/r/Tiny-Q4_K_S.gguf":              content,
+		"o/r/Tiny-f16.gguf":                 content,
+		"o/r/Tiny-Q8_0-00001-of-00002.gguf": content,
+		"o/r/Tiny-Q8_0-00002-of-00002.gguf": content,
+		"o/plain/plain.gguf":                content,
+	}
+	declared := map[string]string{}
+	hub := newTestHub(t, files, func(f string) string { return declared[f] })
+
+	for _, tc := range []struct {
+		arg, declare, name, warn string
+		code                     int
+		err                      string
+	}{
+		{"qwen2.5-0.5b", good, "qwen2.5-0.5b", "", 0, ""},
+		{"Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0", good, "qwen2.5-0.5b-instruct-q8_0", "", 0, ""},
+		{"hf.co/o/r/Tiny-f16.gguf", good, "Tiny-f16", "", 0, ""},
+		{"hf://o/r/Tiny-Q4_K_S.gguf", "", "Tiny-Q4_K_S", "tact: warning: Tiny-Q4_K_S.gguf is unverified: no --sha256, no pinned checksum and the server declared none (X-Linked-Etag); its sha256 is " + good + "\n", 0, ""},
+		{"hf.co/o/r", strings.Repeat("0", 64), "", "", exitUsage, "the server declared " + strings.Repeat("0", 64) + " (X-Linked-Etag); the download was removed"},
+		{"o/r:Q4", "", "", "", exitUsage, "pull o/r:Q4: no GGUF file of quantization Q4 (files: "},
+		{"o/r:Q4_K", "", "", "", exitUsage, "pull o/r:Q4_K: no GGUF file of quantization Q4_K (files: "}, // whole words only
+		{"o/r:q8_0", "", "", "", exitUsage, "pull o/r:q8_0: 2 files match (Tiny-Q8_0-00001-of-00002.gguf, Tiny-Q8_0-00002-of-00002.gguf); name one with hf.co/o/r/FILE"},
+		{"nobody/none:Q4_K_M", "", "", "", exitUsage, "pull nobody/none: no such repository on " + hub.URL + " (404 Not Found)"},
+		{"qwen9", "", "", "", exitUsage, `pull "qwen9": not a catalog name (known: qwen2.5-0.5b, `},
+	} {
+		dir := t.TempDir()
+		s := &config.Settings{ModelsDir: dir, HFEndpoint: hub.URL + "/"} // a trailing slash is tolerated
+		clear(declared)
+		for f := range files {
+			declared[filepath.Base(f)] = tc.declare
+		}
+		out, errOut, err := runModelsCmd(t, s, "pull", tc.arg)
+		if tc.err != "" {
+			if exitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err = %v (exit %d), want exit %d with %q", tc.arg, err, exitCodeOf(err), tc.code, tc.err)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("%s: files left behind: %v", tc.arg, entries)
+			}
+			continue
+		}
+		want := filepath.Join(dir, tc.name+".gguf")
+		if err != nil || out != want+"\n" || errOut != tc.warn {
+			t.Errorf("%s: err = %v, stdout = %q, stderr = %q; want %s", tc.arg, err, out, errOut, want)
+		}
+	}
+
+	// A pinned catalog checksum that does not match deletes the download
+	// (qwen2.5-1.5b pins the real file's digest; the hub serves a tiny model).
+	files["Qwen/Qwen2.5-1.5B-Instruct-GGUF/qwen2.5-1.5b-instruct-q4_k_m.gguf"] = content
+	clear(declared)
+	dir := t.TempDir()
+	s := &config.Settings{ModelsDir: dir, HFEndpoint: hub.URL}
+	_, _, err := runModelsCmd(t, s, "pull", "qwen2.5-1.5b")
+	if exitCodeOf(err) != exitUsage || !strings.Contains(err.Error(), "sha256 mismatch: got "+good+", want 6a1a2eb6") {
+		t.Errorf("pinned mismatch: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files left behind: %v", entries)
+	}
+	// --sha256 overrides the pin.
+	out, _, err := runModelsCmd(t, s, "pull", "qwen2.5-1.5b", "--sha256", good)
+	if err != nil || out != filepath.Join(dir, "qwen2.5-1.5b.gguf")+"\n" {
+		t.Errorf("--sha256 over the pin: %v, %q", err, out)
+	}
+}
+
+// runTact runs the whole CLI in-process with the environment the test set.
+func runTact(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root, err := newRootCmd(&iostreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = root.ExecuteContext(ctx)
+	if err != nil && !errors.Is(err, errSilent) {
+		fmt.Fprintf(&errOut, "tact: %v\n", err)
+	}
+	return out.String(), errOut.String(), exitCodeOf(err)
+}
+
+// `--pull` fetches the catalog model first (saying so on stderr), then runs;
+// without --pull nothing is downloaded and the message names the command.
+func TestRunPull(t *testing.T) {
+	content := tinyModelBytes(t)
+	hub := newTestHub(t, map[string][]byte{
+		"Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf": content,
+		"Qwen/Qwen2.5-1.5B-Instruct-GGUF/qwen2.5-1.5b-instruct-q4_k_m.gguf": content,
+	}, func(string) string { return sha256Hex(content) })
+	home := t.TempDir()
+	dir := filepath.Join(home, "models")
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("TACT_MODELS_DIR", dir)
+	t.Setenv("HF_ENDPOINT", hub.URL)
+	t.Setenv("TACT_NO_INPUT", "1")
+	for _, v := range []string{"TACT_MODEL", "TACT_BACKEND", "TACT_PULL", "TACT_SCRIPT"} {
+		t.Setenv(v, "")
+	}
+	plan := filepath.Join(home, "plan.jsonl")
+	os.WriteFile(plan, []byte(`{"tool":"final_answer","args":{"answer":"done"}}`+"\n"), 0o644)
+	ws := t.TempDir()
+
+	// Not pulled, no --pull: exit 2 naming the command and the size.
+	_, errOut, code := runTact(t, "", "exec", "--workspace", ws, "--model", "qwen2.5-0.5b", plan)
+	if code != exitUsage || errOut != "tact: --model qwen2.5-0.5b: not pulled yet: run \"tact models pull qwen2.5-0.5b\" (~491MB download) or add --pull\n" {
+		t.Errorf("not pulled: exit %d, stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a run without --pull touched the models directory: %v", err)
+	}
+
+	// --pull: fetched (progress line on stderr), then the plan runs.
+	out, errOut, code := runTact(t, "", "exec", "--workspace", ws, "--pull", "--model", "Qwen2.5-0.5B", "--backend", "none", plan)
+	wantLine := "tact: pulling qwen2.5-0.5b (~491MB) from " + hub.URL + "/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf\n"
+	if code != 0 || out != "done\n" || errOut != wantLine {
+		t.Errorf("--pull: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "qwen2.5-0.5b.gguf")); !bytes.Equal(b, content) {
+		t.Error("the pulled model is not installed as qwen2.5-0.5b.gguf")
+	}
+	// Pulled already: --pull downloads nothing and says nothing.
+	out, errOut, code = runTact(t, "", "exec", "--workspace", ws, "--pull", "--model", "qwen2.5-0.5b", "--backend", "none", plan)
+	if code != 0 || out != "done\n" || errOut != "" {
+		t.Errorf("second --pull: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	// No model at all: --pull fetches the recommended default, whose pinned
+	// checksum the tiny file fails: exit 2, nothing left behind.
+	os.RemoveAll(dir)
+	_, errOut, code = runTact(t, "", "plan", "--workspace", ws, "--pull", "list the files")
+	if code != exitUsage || !strings.HasPrefix(errOut, "tact: pulling qwen2.5-1.5b (1.1GB) from "+hub.URL+"/Qwen/Qwen2.5-1.5B-Instruct-GGUF/resolve/91cad51170dc346986eccefdc2dd33a9da36ead9/") ||
+		!strings.Contains(errOut, "sha256 mismatch: got "+sha256Hex(content)+", want 6a1a2eb6") {
+		t.Errorf("default --pull: exit %d, stderr %q", code, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files left behind: %v", entries)
 	}
 }

@@ -20,7 +20,7 @@ func newRootCmd(streams *iostreams) (*cobra.Command, error) {
 	root := &cobra.Command{
 		Use:           "tact",
 		Short:         "Plan and run shell agents on local llama.cpp models",
-		Long:          "tact turns a query into a JSONL plan and carries it out with a ReAct executor,\nusing an allow-list of tools inside a workspace. See README.md for the scripting contract.",
+		Long:          "tact turns a query into a JSONL plan and carries it out with a ReAct executor,\nusing an allow-list of tools inside a workspace. See docs/cli.md for the scripting contract.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -84,7 +84,9 @@ func settingsUsedBy(cmd *cobra.Command) func(field string) bool {
 			return name == "" || cmd.Flag(name) != nil
 		}
 	case cmd.HasParent() && (cmd.Name() == "models" || cmd.Parent().Name() == "models"):
-		return func(field string) bool { return field == "ModelsDir" || field == "Verbose" || field == "Quiet" }
+		return func(field string) bool {
+			return field == "ModelsDir" || field == "HFEndpoint" || field == "Verbose" || field == "Quiet"
+		}
 	}
 	return func(string) bool { return false }
 }
@@ -142,7 +144,8 @@ func addRunFlags(f *pflag.FlagSet, s *config.Settings, mode runMode) {
 	f.DurationVar(&s.Timeout, "timeout", s.Timeout, "bound the whole run (exit 7)")
 	f.StringVar(&s.Backend, "backend", s.Backend, "model backend: llama, script or none")
 	f.StringVar(&s.Script, "script", s.Script, "JSONL replies for the script backend")
-	f.StringVar(&s.Model, "model", s.Model, "GGUF model path or name")
+	f.StringVar(&s.Model, "model", s.Model, "GGUF model path or name (a catalog name after tact models pull NAME)")
+	f.BoolVar(&s.Pull, "pull", s.Pull, "download the catalog model named by --model (default: the recommended one) first")
 	f.IntVar(&s.Threads, "threads", s.Threads, "inference threads (0: physical cores; capped at the CPUs present)")
 	f.IntVar(&s.CtxSize, "ctx-size", s.CtxSize, "context window in tokens (0: the model's, at most 8192); refused if its KV cache cannot fit in memory")
 	f.IntVar(&s.BatchSize, "batch-size", s.BatchSize, "prompt batch size in tokens, 1 to 65536")

@@ -145,14 +145,14 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 		life.query = query
 	}
 
-	backend, info, err := openBackend(ctx, s, o.SettingName)
+	backend, info, err := openBackend(ctx, s, o.SettingName, o.IO)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
 	none, noModel := backend.(llm.None)
 	needModel := func(what, alternative string) error {
-		msg := what + " needs a model: give --model (or TACT_MODEL)" + alternative
+		msg := what + " needs a model: " + noModelHint() + "; or give --model PATH (or TACT_MODEL)" + alternative
 		if none.Why != "" {
 			msg += "; " + none.Why
 		}
@@ -231,7 +231,7 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 		for _, st := range plan.Steps {
 			for k, v := range st.Args {
 				if kind, _ := planner.ClassifyArg(v); kind == planner.ArgFill {
-					msg := fmt.Sprintf("%s:%d: argument %q is \"\" (fill from context), which needs a model; give --model or --script, or fix the value", plan.Source, st.Line, k)
+					msg := fmt.Sprintf("%s:%d: argument %q is \"\" (fill from context), which needs a model: %s; or give --model PATH or --script, or fix the value", plan.Source, st.Line, k, noModelHint())
 					if none.Why != "" {
 						msg += "; " + none.Why
 					}

@@ -16,15 +16,26 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/synth"
+	"github.com/tactcli/tact/internal/testlock"
 )
 
 func TestMain(m *testing.M) {
 	// run_command's sandbox helper re-executes this binary (as "tact"); it
 	// must serve the helper, not run tactMain or the tests.
 	exec.ServeSandboxHelper()
-	testscript.Main(m, map[string]func(){
+	testscript.Main(lockedTests{m}, map[string]func(){
 		"tact": func() { os.Exit(tactMain()) },
 	})
+}
+
+// lockedTests runs the tests (not the "tact" commands testscript starts)
+// while no other package runs models: see internal/testlock.
+type lockedTests struct{ m *testing.M }
+
+func (l lockedTests) Run() int {
+	release := testlock.Hold()
+	defer release()
+	return l.m.Run()
 }
 
 // TestScripts runs the CLI contract scripts in testdata/script: each is a

@@ -19,6 +19,7 @@ const (
 	KindAction   Kind = "action"   // next ReAct action
 	KindFill     Kind = "fill"     // fill the "" arguments of a planned step
 	KindFallback Kind = "fallback" // synthesize an answer when the budget ran out
+	KindSummary  Kind = "summary"  // summarize older steps when the context fills (compaction)
 )
 
 // Role of a chat message.

@@ -24,10 +24,15 @@ type ScriptEntry struct {
 
 // Script replays canned replies from a JSONL file: each call takes the next
 // unused entry of its own kind, else the next unused entry with no kind.
+//
+// It has no tokenizer: prompt sizes are llm.EstimatePrompt's. It models a KV
+// prefix cache so that usage looks like a real backend's: the messages a
+// call shares with the previous call's prompt count as cached tokens.
 type Script struct {
 	name    string
 	mu      sync.Mutex
 	entries []*ScriptEntry
+	last    []Message // the previous call's prompt
 }
 
 // LoadScript reads a script file ("-" is not accepted: stdin carries queries and plans).
@@ -59,9 +64,9 @@ func ParseScript(r io.Reader, name string) (*Script, error) {
 			return nil, fmt.Errorf("%s:%d: invalid script entry: %v", name, line, err)
 		}
 		switch e.Kind {
-		case "", KindPlan, KindAction, KindFill, KindFallback:
+		case "", KindPlan, KindAction, KindFill, KindFallback, KindSummary:
 		default:
-			return nil, fmt.Errorf("%s:%d: unknown kind %q (want plan, action, fill or fallback)", name, line, e.Kind)
+			return nil, fmt.Errorf("%s:%d: unknown kind %q (want plan, action, fill, fallback or summary)", name, line, e.Kind)
 		}
 		s.entries = append(s.entries, &e)
 	}
@@ -91,10 +96,8 @@ func (s *Script) Complete(ctx context.Context, req Request) (Response, error) {
 	if e == nil {
 		return Response{}, fmt.Errorf("script %s: no entries left for kind %q", s.name, req.Kind)
 	}
-	prompt := 0
-	for _, m := range req.Messages {
-		prompt += len(m.Content) / 4
-	}
+	prompt := EstimatePrompt(req.Messages)
+	cached := s.cachedPrefix(req.Messages)
 	// Deliver word by word so OnToken and cancellation behave like a real model.
 	pieces := strings.SplitAfter(e.Text, " ")
 	var delay time.Duration
@@ -117,7 +120,26 @@ func (s *Script) Complete(ctx context.Context, req Request) (Response, error) {
 			req.OnToken(p)
 		}
 	}
-	return Response{Text: e.Text, Usage: Usage{PromptTokens: prompt, CompletionTokens: len(pieces)}}, nil
+	return Response{Text: e.Text, Usage: Usage{PromptTokens: prompt - cached, CachedTokens: cached, CompletionTokens: len(pieces)}}, nil
+}
+
+// cachedPrefix is the estimated size of the whole messages msgs shares with
+// the previous prompt, and remembers msgs as the previous prompt.
+func (s *Script) cachedPrefix(msgs []Message) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for n < len(msgs) && n < len(s.last) && msgs[n] == s.last[n] {
+		n++
+	}
+	if n == len(msgs) && n > 0 {
+		n-- // as a real cache: the last message is evaluated again
+	}
+	s.last = append(s.last[:0], msgs...)
+	if n == 0 {
+		return 0
+	}
+	return EstimatePrompt(msgs[:n]) - estimatePromptTokens
 }
 
 func (s *Script) Close() error { return nil }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tactcli/tact/exec"
@@ -23,6 +24,12 @@ type Planner struct {
 	MaxTokens int
 	MaxSteps  int            // 0: no limit in the schema
 	Info      map[string]any // recorded in the plan header (backend, model)
+	// ContextSize is the context window in tokens; 0 asks the backend
+	// (llm.ContextSizer), and none known means no limit.
+	ContextSize int
+	// MinReplyTokens is the room a plan reply needs at least; with less
+	// left the prompt does not fit. 0: MaxTokens.
+	MinReplyTokens int
 }
 
 // TranscriptEntry is one executed or skipped action, given to the planner on a replan.
@@ -93,15 +100,16 @@ func (p *Planner) Plan(ctx context.Context, query string, transcript []Transcrip
 		data.OldPlan = old.Outline()
 	}
 	sch := schema.Plan(SchemaTools(tools), p.Thought, p.MaxSteps)
+	msgs, maxTokens, err := p.fit(data)
+	if err != nil {
+		return nil, llm.Usage{}, err
+	}
 	req := llm.Request{
-		Kind: llm.KindPlan,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: prompt.Render("planner_system", data)},
-			{Role: llm.RoleUser, Content: prompt.Render("planner_user", data)},
-		},
+		Kind:      llm.KindPlan,
+		Messages:  msgs,
 		Schema:    sch,
 		Sampling:  p.Sampling,
-		MaxTokens: p.MaxTokens,
+		MaxTokens: maxTokens,
 	}
 	resp, err := p.Backend.Complete(ctx, req)
 	if err != nil {
@@ -113,6 +121,99 @@ func (p *Planner) Plan(ctx context.Context, query string, transcript []Transcrip
 	}
 	plan.Header = &Header{Type: "plan", Query: query, Created: time.Now().UTC().Truncate(time.Second), Planner: p.Info}
 	return plan, resp.Usage, nil
+}
+
+func plannerMessages(data prompt.Planner) []llm.Message {
+	return []llm.Message{
+		{Role: llm.RoleSystem, Content: prompt.Render("planner_system", data)},
+		{Role: llm.RoleUser, Content: prompt.Render("planner_user", data)},
+	}
+}
+
+// fit makes the planning prompt fit in the context window with room for
+// the reply, and returns it with the reply's token limit. A replan's
+// transcript is shortened as needed: older entries lose their output
+// first, then whole entries are left out (the prompt says how many). A
+// prompt that cannot fit even without a transcript is a
+// *llm.ContextTooSmallError.
+func (p *Planner) fit(data prompt.Planner) ([]llm.Message, int, error) {
+	msgs := plannerMessages(data)
+	window := p.ContextSize
+	if window <= 0 {
+		window = llm.ContextSizeOf(p.Backend)
+	}
+	if window <= 0 {
+		return msgs, p.MaxTokens, nil
+	}
+	minReply := p.MinReplyTokens
+	if minReply <= 0 {
+		minReply = p.MaxTokens
+	}
+	if minReply <= 0 {
+		minReply = DefaultReplyRoom
+	}
+	count := llm.CounterFor(p.Backend)
+	n := count.Prompt(msgs)
+	for step := 0; n+minReply > window; step++ {
+		shorter, ok := shortenTranscript(data, step)
+		if !ok {
+			what := "the planning prompt (system prompt, tools and query)"
+			if len(data.Transcript) > 0 {
+				what = "the replanning prompt (system prompt, tools, query and plan)"
+			}
+			return nil, 0, &llm.ContextTooSmallError{What: what, Prompt: n, Reply: minReply, Context: window}
+		}
+		data = shorter
+		msgs = plannerMessages(data)
+		n = count.Prompt(msgs)
+	}
+	maxTokens := window - n
+	if p.MaxTokens > 0 {
+		maxTokens = min(maxTokens, p.MaxTokens)
+	}
+	return msgs, maxTokens, nil
+}
+
+// DefaultReplyRoom is the room kept for a reply when --max-tokens is 0
+// (no limit): prompts are fitted so that at least this much is left.
+const DefaultReplyRoom = 512
+
+// shortenTranscript returns data with a shorter transcript, step by step:
+// first the older half of the entries keep only their first output line,
+// then all but the last entry do, then the oldest entries are dropped one
+// by one (down to none; the old plan goes last). false: nothing left to cut.
+func shortenTranscript(data prompt.Planner, step int) (prompt.Planner, bool) {
+	tr := append([]prompt.TranscriptEntry(nil), data.Transcript...)
+	brief := func(upto int) {
+		for i := range upto {
+			tr[i].Stdout, tr[i].Stderr = firstLineNote(tr[i].Stdout), firstLineNote(tr[i].Stderr)
+		}
+	}
+	switch {
+	case step == 0 && len(tr) > 1:
+		brief(len(tr) / 2)
+	case step <= 1 && len(tr) > 0:
+		brief(len(tr) - 1)
+	case len(tr) > 0:
+		brief(len(tr))
+		data.Omitted++
+		tr = tr[1:]
+	case len(data.OldPlan) > 0:
+		data.OldPlan = nil
+	default:
+		return data, false
+	}
+	data.Transcript = tr
+	return data, true
+}
+
+// firstLineNote keeps the first line of s, saying that the rest was left out.
+func firstLineNote(s string) string {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s
+	}
+	return s[:i] + " [rest left out to fit the context window]"
 }
 
 func (p *Planner) parseReply(text string, sch json.RawMessage) (*Plan, error) {

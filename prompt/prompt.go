@@ -80,6 +80,7 @@ type Planner struct {
 	Query      string
 	MaxSteps   int
 	Transcript []TranscriptEntry // empty on the first plan
+	Omitted    int               // earlier transcript entries left out to fit the context
 	OldPlan    []string
 }
 
@@ -110,8 +111,21 @@ type Fallback struct {
 	Reason string
 }
 
+// CompactRequest asks the model to summarize the steps above it.
+type CompactRequest struct {
+	Words int // a length hint; 0: none
+}
+
+// CompactNote replaces compacted steps in the conversation.
+type CompactNote struct {
+	First, Last int    // iterations covered
+	Method      string // how the summary was made
+	Summary     string
+}
+
 // Render executes the named template ("system", "task", "next",
-// "observation", "planner_system", "planner_user", "fill", "fallback").
+// "observation", "planner_system", "planner_user", "fill", "fallback",
+// "compact_request", "compact_note").
 func Render(name string, data any) string {
 	var b bytes.Buffer
 	if err := tmpl.ExecuteTemplate(&b, name, data); err != nil {

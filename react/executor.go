@@ -40,6 +40,12 @@ type Options struct {
 	StopWhen             string // jq; true for a finished step ends the run (custom)
 	DryRun               bool
 	ReadOnlyNudgeAfter   int // consecutive read-only steps before nudging (0: 5)
+	// ContextSize is the context window in tokens every prompt must fit
+	// with its reply; 0 asks the backend (llm.ContextSizer), and none
+	// known means no limit (nothing is compacted).
+	ContextSize int
+	CompactAt   float64 // share of the window a prompt may fill before older steps are compacted (0: 0.8)
+	KeepSteps   int     // steps kept whole by a compaction (0: 3)
 }
 
 // Replanner makes a new plan from the transcript so far.
@@ -96,9 +102,18 @@ type run struct {
 	st    *State
 	start time.Time
 
-	allowed    map[string]bool
-	conv       []llm.Message
-	records    []stepRecord
+	allowed map[string]bool
+	// hist is the model's view of the run: the pinned prefix, then each
+	// turn's messages; compaction replaces older turns with a summary.
+	hist         []histMsg
+	turn         int   // the main loop's pass; tags messages and trace steps
+	traceTurn    []int // turn of each res.Trace.Steps entry
+	summarizedTo int   // last iteration a compaction summary covers
+	win          window
+	// lastPromptTokens is the counted prompt of the latest action call,
+	// recorded on the step it chose.
+	lastPromptTokens int
+	records          []stepRecord
 	transcript []planner.TranscriptEntry
 	stopQuery  *gojq.Code
 	forceModel bool   // the plan cannot decide the next action
@@ -120,9 +135,7 @@ type run struct {
 // Run executes plan (nil in free mode) for query. It never returns an error:
 // every outcome, including backend failures, is a termination reason.
 func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *Result {
-	r := &run{e: e, ctx: ctx, query: query, plan: plan, res: &Result{TokenUsage: e.SpentUsage}, start: time.Now()}
-	r.st = &r.res.State
-	r.defaults()
+	r := e.newRun(ctx, query, plan)
 	r.main()
 	r.res.ExecutionTimeMS = time.Since(r.start).Milliseconds()
 	r.res.Iterations = r.st.Attempts
@@ -136,6 +149,28 @@ func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *R
 		"token_usage": r.res.TokenUsage, "execution_time_ms": r.res.ExecutionTimeMS,
 	})
 	return r.res
+}
+
+// newRun sets a run up: defaults, allowed tools, budget, the pinned
+// prefix of the conversation and the context window.
+func (e *Executor) newRun(ctx context.Context, query string, plan *planner.Plan) *run {
+	r := &run{e: e, ctx: ctx, query: query, plan: plan, res: &Result{TokenUsage: e.SpentUsage}, start: time.Now()}
+	r.st = &r.res.State
+	r.defaults()
+	if e.NoPlan {
+		r.plan = nil
+	}
+	r.setAllowed()
+	if r.plan != nil {
+		r.st.MaxSteps = len(r.plan.Steps) + e.RetryBuffer
+		r.st.PendingPlanStep = 1
+	} else {
+		r.st.MaxSteps = e.MaxIterations
+	}
+	r.addHist(llm.RoleSystem, r.systemPrompt(), histPinned)
+	r.addHist(llm.RoleUser, prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline()}), histPinned)
+	r.initWindow()
+	return r
 }
 
 func (r *run) defaults() {
@@ -177,6 +212,12 @@ func (r *run) defaults() {
 	if e.ReadOnlyNudgeAfter <= 0 {
 		e.ReadOnlyNudgeAfter = 5
 	}
+	if e.CompactAt <= 0 || e.CompactAt > 1 {
+		e.CompactAt = DefaultCompactAt
+	}
+	if e.KeepSteps <= 0 {
+		e.KeepSteps = DefaultKeepSteps
+	}
 }
 
 func (r *run) progress(format string, a ...any) {
@@ -187,9 +228,6 @@ func (r *run) progress(format string, a ...any) {
 
 func (r *run) main() {
 	e := r.e
-	if e.NoPlan {
-		r.plan = nil
-	}
 	if e.StopWhen != "" {
 		code, err := CompileJQ(e.StopWhen)
 		if err != nil {
@@ -198,23 +236,16 @@ func (r *run) main() {
 		}
 		r.stopQuery = code
 	}
-	r.setAllowed()
-	r.emit("execute_start", map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun})
+	r.emit("execute_start", map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun, "context": r.contextInfo()})
 	if r.plan != nil {
-		r.st.MaxSteps = len(r.plan.Steps) + e.RetryBuffer
-		r.st.PendingPlanStep = 1
 		r.emitPlan("plan", map[string]any{"token_usage": e.SpentUsage})
 	} else {
-		r.st.MaxSteps = e.MaxIterations
 		r.forceModel = true
 		r.askReason = "Choose the first action."
 	}
-	r.conv = []llm.Message{
-		{Role: llm.RoleSystem, Content: r.systemPrompt()},
-		{Role: llm.RoleUser, Content: prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline()})},
-	}
 
 	for r.res.TerminationReason == "" {
+		r.turn++
 		if r.checkContext() {
 			return
 		}
@@ -368,12 +399,20 @@ func (r *run) iteration() {
 				r.fallback(ReasonError, err.Error())
 				return
 			}
+			if errors.Is(err, llm.ErrContextFull) {
+				r.fallback(ReasonTokenBudget, err.Error())
+				return
+			}
 			if r.ctx.Err() != nil {
 				return
 			}
 			r.skip(p, skipReason, Action{Thought: p.Thought, Tool: p.Tool, Args: argsJSON(p.Args)}, "plan", err.Error())
 			r.forceModel = true
 			r.askReason = fmt.Sprintf("Plan step %d could not be prepared: %v", r.st.PlanIndex+1, err)
+			return
+		}
+		if r.overBudget() && usage.Total() > 0 {
+			r.notRun(act, "plan", usage)
 			return
 		}
 		r.perform(act, "plan", usage)
@@ -406,7 +445,18 @@ func (r *run) iteration() {
 			r.invalid(inv, usage)
 			return
 		}
-		r.end(ReasonError, r.summary(), fmt.Sprintf("model call failed: %v", err))
+		switch {
+		case errors.Is(err, errBudget):
+			r.fallback(ReasonTokenBudget, fmt.Sprintf("token budget of %d reached", r.e.TokenBudget))
+		case errors.Is(err, llm.ErrContextFull):
+			r.fallback(ReasonTokenBudget, err.Error())
+		default:
+			r.end(ReasonError, r.summary(), fmt.Sprintf("model call failed: %v", err))
+		}
+		return
+	}
+	if r.overBudget() {
+		r.notRun(act, "model", usage)
 		return
 	}
 	if act.Tool == schema.Replan {
@@ -437,6 +487,24 @@ func (r *run) iteration() {
 		}
 	}
 	r.perform(act, "model", usage)
+}
+
+// overBudget reports whether the run has spent its --token-budget.
+func (r *run) overBudget() bool {
+	return r.e.TokenBudget > 0 && r.res.TokenUsage.Total() >= r.e.TokenBudget
+}
+
+// notRun ends the run at the token budget without running act, which the
+// call that crossed the budget chose: the step is recorded, not run.
+func (r *run) notRun(act Action, source string, usage llm.Usage) {
+	r.st.Attempts++
+	why := fmt.Sprintf("not run: the call that chose it reached the token budget of %d", r.e.TokenBudget)
+	st := StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, Error: why, ExitCode: ExitCodeNotRun, Source: source, TokenUsage: usage}
+	if p := r.pending(); p != nil && act.Tool == p.Tool {
+		st.PlanStep = r.st.PlanIndex + 1
+	}
+	r.record(st)
+	r.fallback(ReasonTokenBudget, fmt.Sprintf("token budget of %d reached", r.e.TokenBudget))
 }
 
 // planAction turns a plan row into an action: $jq args are computed, ""
@@ -481,11 +549,14 @@ func (r *run) planAction(p *planner.Step) (Action, llm.Usage, string, error) {
 }
 
 func (r *run) fill(p *planner.Step, tool exec.Tool, known map[string]json.RawMessage, missing []string) (map[string]json.RawMessage, llm.Usage, error) {
-	msgs := append(append([]llm.Message(nil), r.conv...), llm.Message{Role: llm.RoleUser, Content: prompt.Render("fill", prompt.Fill{
+	req, err := r.prepare(llm.KindFill, llm.Message{Role: llm.RoleUser, Content: prompt.Render("fill", prompt.Fill{
 		Step: r.st.PlanIndex + 1, Tool: p.Tool, Thought: p.Thought, Known: string(argsJSON(known)), Missing: missing,
 	})})
+	if err != nil {
+		return nil, llm.Usage{}, err
+	}
 	r.progress("step %d: filling %s arguments", r.st.PlanIndex+1, p.Tool)
-	resp, err := r.complete(llm.Request{Kind: llm.KindFill, Messages: msgs, Schema: schema.Fill(schema.Tool{Name: tool.Name(), Schema: tool.Schema()}), Sampling: r.e.Sampling, MaxTokens: r.e.MaxTokens})
+	resp, err := r.complete(llm.Request{Kind: llm.KindFill, Messages: req.msgs, Schema: schema.Fill(schema.Tool{Name: tool.Name(), Schema: tool.Schema()}), Sampling: r.e.Sampling, MaxTokens: req.maxTokens})
 	r.addUsage(resp.Usage)
 	if err != nil {
 		return nil, resp.Usage, fmt.Errorf("fill arguments: %w", err)
@@ -524,15 +595,24 @@ func (r *run) askModel() (Action, llm.Usage, error) {
 			next.PendingWhy = "skipped: " + r.st.PlanSkipReason
 		}
 	}
-	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: prompt.Render("next", next)})
+	r.addMsg(llm.RoleUser, prompt.Render("next", next))
 	sch := schema.Action(planner.SchemaTools(r.allowedTools()), r.thoughtOptions(), r.plan != nil && e.Planner != nil)
+	req, err := r.prepare(llm.KindAction)
+	if err != nil {
+		return Action{}, llm.Usage{}, err
+	}
+	if r.overBudget() {
+		// A compaction's summary call spent the rest of the budget.
+		return Action{}, llm.Usage{}, errBudget
+	}
+	r.lastPromptTokens = req.tokens
 	r.progress("step %d: thinking", r.st.Attempts+1)
-	resp, err := r.complete(llm.Request{Kind: llm.KindAction, Messages: r.conv, Schema: sch, Sampling: e.Sampling, MaxTokens: e.MaxTokens})
+	resp, err := r.complete(llm.Request{Kind: llm.KindAction, Messages: req.msgs, Schema: sch, Sampling: e.Sampling, MaxTokens: req.maxTokens})
 	r.addUsage(resp.Usage)
 	if err != nil {
 		return Action{}, resp.Usage, err
 	}
-	r.conv = append(r.conv, llm.Message{Role: llm.RoleAssistant, Content: resp.Text})
+	r.addMsg(llm.RoleAssistant, resp.Text)
 	r.askReason = ""
 	act, err := ParseAction([]byte(resp.Text), sch, r.thoughtOptions())
 	if err != nil {
@@ -574,7 +654,7 @@ func (r *run) invalid(inv *invalidAction, usage llm.Usage) {
 	}
 	r.record(st)
 	r.emit("invalid_action", map[string]any{"reply": inv.text, "error": inv.reason})
-	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: "Your reply was not a valid action: " + inv.reason})
+	r.addMsg(llm.RoleUser, "Your reply was not a valid action: "+inv.reason)
 	r.noteRepeat("invalid:" + inv.text)
 }
 
@@ -607,7 +687,12 @@ func (r *run) record(st StepTrace) {
 		st.Action.Args = json.RawMessage(`{}`)
 	}
 	st.Action.Args = r.redactJSON(st.Action.Args)
+	if st.Source == "model" && st.ContextTokens == 0 {
+		st.ContextTokens = r.lastPromptTokens
+	}
+	r.lastPromptTokens = 0
 	r.res.Trace.Steps = append(r.res.Trace.Steps, st)
+	r.traceTurn = append(r.traceTurn, r.turn)
 	r.emit("step", map[string]any{"step": st, "state": *r.st})
 }
 
@@ -730,8 +815,14 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	if result.Err != nil {
 		rawErr = result.Err.Error()
 	}
-	obsText := r.e.Redact(r.truncate(result.Output))
-	errText := r.e.Redact(rawErr)
+	obsLimit := r.win.observationLimit(e.MaxObservationTokens)
+	stdoutLimit, stderrLimit := obsLimit, obsLimit
+	if result.Stderr != "" && result.Output != "" {
+		stderrLimit = max(obsLimit/4, minObservation)
+		stdoutLimit = max(obsLimit-stderrLimit, minObservation)
+	}
+	obsText := r.e.Redact(r.cutToTokens(result.Output, stdoutLimit, hintFor(tool, act.Args)))
+	errText := r.e.Redact(r.cutToTokens(rawErr, stderrLimit, nil))
 	if errText != "" {
 		if obsText == "" {
 			obsText = errText
@@ -739,7 +830,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			obsText = obsText + "\nerror: " + errText
 		}
 	}
-	stderr := r.e.Redact(r.truncate(result.Stderr))
+	stderr := r.e.Redact(r.cutToTokens(result.Stderr, stderrLimit, nil))
 	st := StepTrace{Thought: act.Thought, Action: act.call(), Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage}
 	r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obsText, IsError: failed, ExitCode: result.ExitCode, Stderr: stderr})
 
@@ -783,16 +874,12 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 
 func (a Action) call() ToolCall { return ToolCall{Tool: a.Tool, Args: a.Args} }
 
-// complete sends a request to the model with every message redacted: the
-// prompt is an exit. Redaction is per message and deterministic, so the
-// append-only layout (and the KV prefix reuse built on it) is kept.
+// complete sends a request to the model. Its messages are redacted
+// already (the prompt is an exit): the conversation's when they were added
+// (addHist), a call's own by prepare. Redaction is per message and
+// deterministic, so the append-only layout and the KV prefix reuse built on
+// it are kept.
 func (r *run) complete(req llm.Request) (llm.Response, error) {
-	msgs := make([]llm.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		m.Content = r.e.Redact(m.Content)
-		msgs[i] = m
-	}
-	req.Messages = msgs
 	return r.e.Backend.Complete(r.ctx, req)
 }
 
@@ -832,9 +919,9 @@ func (r *run) addTranscript(te planner.TranscriptEntry) {
 func (r *run) appendExchange(act Action, source string, obs prompt.Observation) {
 	if source == "plan" {
 		b, _ := marshalNoEscape(act)
-		r.conv = append(r.conv, llm.Message{Role: llm.RoleAssistant, Content: r.e.Redact(string(b))})
+		r.addMsg(llm.RoleAssistant, string(b))
 	}
-	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: prompt.Render("observation", obs)})
+	r.addMsg(llm.RoleUser, prompt.Render("observation", obs))
 }
 
 func (r *run) checkPhrasesAndStop(rec stepRecord, obs string) bool {
@@ -962,7 +1049,7 @@ func (r *run) replan() {
 		}
 	}
 	r.emitPlan("replan", map[string]any{"trigger": trigger, "transcript": r.transcript, "token_usage": usage})
-	r.conv = append(r.conv, llm.Message{Role: llm.RoleUser, Content: "The plan was revised:\n" + strings.Join(np.Outline(), "\n")})
+	r.addHist(llm.RoleUser, "The plan was revised:\n"+strings.Join(np.Outline(), "\n"), histPlan)
 }
 
 // fallback ends the run with an answer synthesized from what was observed:
@@ -970,9 +1057,12 @@ func (r *run) replan() {
 func (r *run) fallback(reason Reason, msg string) {
 	answer := ""
 	if _, none := r.e.Backend.(llm.None); !none && r.ctx.Err() == nil && reason != ReasonTokenBudget {
-		msgs := append(append([]llm.Message(nil), r.conv...), llm.Message{Role: llm.RoleUser, Content: prompt.Render("fallback", prompt.Fallback{Query: r.query, Reason: "Stopping: " + msg + "."})})
-		resp, err := r.complete(llm.Request{Kind: llm.KindFallback, Messages: msgs, Schema: schema.Fallback, Sampling: r.e.Sampling, MaxTokens: r.e.MaxTokens})
-		r.addUsage(resp.Usage)
+		req, err := r.prepare(llm.KindFallback, llm.Message{Role: llm.RoleUser, Content: prompt.Render("fallback", prompt.Fallback{Query: r.query, Reason: "Stopping: " + msg + "."})})
+		var resp llm.Response
+		if err == nil {
+			resp, err = r.complete(llm.Request{Kind: llm.KindFallback, Messages: req.msgs, Schema: schema.Fallback, Sampling: r.e.Sampling, MaxTokens: req.maxTokens})
+			r.addUsage(resp.Usage)
+		}
 		if err == nil {
 			var fa struct {
 				Answer string `json:"answer"`

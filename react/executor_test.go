@@ -652,7 +652,7 @@ func TestObservationTruncated(t *testing.T) {
 	res := h.run(`{"tool":"echo","args":{"msg":"` + long + `"}}
 {"tool":"final_answer","args":{"answer":"ok"}}`)
 	obs := res.Trace.Steps[0].Observation
-	if len(obs) > 120 || !strings.Contains(obs, "bytes (~") || !strings.Contains(obs, "cut ...]") {
+	if len(obs) > 160 || !strings.Contains(obs, "[... line 1 cut (") || !strings.Contains(obs, " bytes, about ") {
 		t.Fatalf("observation %d bytes: %q", len(obs), obs)
 	}
 }

@@ -92,6 +92,9 @@ type StepTrace struct {
 	Decision    string    `json:"decision,omitempty"`
 	Timestamp   time.Time `json:"timestamp"`
 	TokenUsage  llm.Usage `json:"token_usage"`
+	// ContextTokens is the size of the prompt that chose a model step,
+	// counted before the call (the window's fill, cached part included).
+	ContextTokens int `json:"context_tokens,omitempty"`
 }
 
 // State is the executor's bookkeeping, exposed for scripts and tests.
@@ -105,6 +108,7 @@ type State struct {
 	PlanSkipReason      string `json:"plan_skip_reason,omitempty"`
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	Replans             int    `json:"replans"`
+	Compactions         int    `json:"compactions"` // times older steps were summarized to fit the context window
 }
 
 // Result of a run.

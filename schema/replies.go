@@ -138,6 +138,20 @@ func Fill(t Tool) json.RawMessage { return t.Schema }
 // Fallback is the schema of the fallback answer reply.
 var Fallback = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string","minLength":1}},"required":["answer"],"additionalProperties":false}`)
 
+// Summary is the schema of a compaction's summary reply; maxLength (in
+// characters, 0: none) keeps it short enough for the room it gets.
+func Summary(maxLength int) json.RawMessage {
+	str := map[string]any{"type": "string", "minLength": 1}
+	if maxLength > 0 {
+		str["maxLength"] = maxLength
+	}
+	b, _ := json.Marshal(map[string]any{
+		"type": "object", "properties": map[string]any{"summary": str},
+		"required": []string{"summary"}, "additionalProperties": false,
+	})
+	return b
+}
+
 // Partial returns a copy of an arguments schema without "required" (at the
 // top level and in top-level oneOf/anyOf branches). Plan rows are checked
 // against it: arguments left to fill ("") or computed ({"$jq":...}) are

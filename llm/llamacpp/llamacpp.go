@@ -78,8 +78,9 @@ type Options struct {
 }
 
 // ErrContextFull is wrapped by errors about a prompt or reply that does not
-// fit in the context window.
-var ErrContextFull = errors.New("context window full")
+// fit in the context window (llm.ErrContextFull, named here for callers of
+// this package).
+var ErrContextFull = llm.ErrContextFull
 
 // Backend is a loaded model. It implements llm.Backend; calls are
 // serialized.
@@ -103,6 +104,12 @@ type Backend struct {
 	loadWait time.Duration // waited for the lock while loading; reported by the first call
 	threads  int           // llama.cpp's current thread count (a turn's share)
 	call     cpuTurn       // the running call's turn (zero between calls)
+	// lastPrompt memoizes the latest formatted prompt's tokens: the executor
+	// counts a prompt (CountPrompt) just before sending it.
+	lastPrompt struct {
+		text   string
+		tokens []int
+	}
 }
 
 // Stats are cumulative counters over a Backend's calls.
@@ -131,7 +138,11 @@ type grammarEntry struct {
 	err error
 }
 
-var _ llm.Backend = (*Backend)(nil)
+var (
+	_ llm.Backend      = (*Backend)(nil)
+	_ llm.TokenCounter = (*Backend)(nil)
+	_ llm.ContextSizer = (*Backend)(nil)
+)
 
 var (
 	initOnce sync.Once
@@ -338,6 +349,32 @@ func (b *Backend) Tokenize(text string) ([]int, error) {
 	return b.model.Tokenize(text, false, true)
 }
 
+// CountPrompt is the number of tokens msgs make as Complete's prompt.
+func (b *Backend) CountPrompt(msgs []llm.Message) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, errClosed
+	}
+	t, err := b.promptTokens(msgs)
+	return len(t), err
+}
+
+// CountText is the number of tokens of text in a prompt (special tokens
+// are neutralized in message content, so they are counted as plain text).
+func (b *Backend) CountText(text string) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, errClosed
+	}
+	t, err := b.model.Tokenize(neutralize(text, b.controls), false, false)
+	return len(t), err
+}
+
+// ContextSize is the context window in tokens.
+func (b *Backend) ContextSize() int { return b.opts.CtxSize }
+
 // Reset empties the KV cache, so the next call evaluates its whole prompt.
 func (b *Backend) Reset() {
 	b.mu.Lock()
@@ -499,6 +536,9 @@ func (b *Backend) promptTokens(msgs []llm.Message) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %s: chat template: %w", b.info.Name, err)
 	}
+	if prompt == b.lastPrompt.text && b.lastPrompt.tokens != nil {
+		return b.lastPrompt.tokens, nil
+	}
 	tokens, err := b.model.Tokenize(prompt, true, true)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: tokenize prompt: %w", b.info.Name, err)
@@ -511,6 +551,7 @@ func (b *Backend) promptTokens(msgs []llm.Message) ([]int, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("llama backend: empty prompt")
 	}
+	b.lastPrompt.text, b.lastPrompt.tokens = prompt, tokens
 	return tokens, nil
 }
 

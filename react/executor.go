@@ -114,12 +114,12 @@ type run struct {
 	// recorded on the step it chose.
 	lastPromptTokens int
 	records          []stepRecord
-	transcript []planner.TranscriptEntry
-	stopQuery  *gojq.Code
-	forceModel bool   // the plan cannot decide the next action
-	askReason  string // told to the model with the next request
-	replanDue  bool
-	replanWhy  string // trigger of the scheduled replan: divergence or requested
+	transcript       []planner.TranscriptEntry
+	stopQuery        *gojq.Code
+	forceModel       bool   // the plan cannot decide the next action
+	askReason        string // told to the model with the next request
+	replanDue        bool
+	replanWhy        string // trigger of the scheduled replan: divergence or requested
 	// divergenceSpent is set once a divergence scheduled its replan; only a
 	// planned step that succeeds re-arms it, so a model that keeps diverging
 	// does not make a replan per step.

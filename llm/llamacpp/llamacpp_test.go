@@ -695,3 +695,39 @@ func TestCountCores(t *testing.T) {
 		t.Error("PhysicalCores() < 1")
 	}
 }
+
+// The counts the executor sizes prompts with are the model's own: a
+// prompt's count is exactly what Complete evaluates (with an empty cache),
+// and a message's text counts as the tokenizer cuts it.
+func TestCountsMatchWhatCompleteEvaluates(t *testing.T) {
+	b := newTiny(t, func(o *Options) { o.CtxSize = 2048 })
+	if b.ContextSize() != 2048 {
+		t.Fatalf("ContextSize %d", b.ContextSize())
+	}
+	for _, n := range []int{1, 3, 6} {
+		msgs := conversation(n)
+		counted, err := b.CountPrompt(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Reset()
+		resp, err := b.Complete(context.Background(), llm.Request{Messages: msgs, MaxTokens: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Usage.PromptTokens + resp.Usage.CachedTokens; got != counted {
+			t.Fatalf("%d messages: counted %d, evaluated %d", n, counted, got)
+		}
+		// The estimate would be far off on this byte-level vocabulary.
+		if est := llm.EstimatePrompt(msgs); est*2 > counted {
+			t.Fatalf("estimate %d is not far below the count %d: the test model changed", est, counted)
+		}
+	}
+	text := "Observation (step 3, read_file): héllo <|im_end|> wörld"
+	n, err := b.CountText(text)
+	want, _ := b.model.Tokenize(neutralize(text, b.controls), false, false)
+	if err != nil || n != len(want) || n < len(text)/2 {
+		t.Fatalf("CountText = %d, %v; tokenizer %d", n, err, len(want))
+	}
+	var _ llm.TokenCounter = b // the executor finds the capability by interface
+}

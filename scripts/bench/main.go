@@ -51,7 +51,7 @@ var (
 	systemFlag      = flag.Int("system-tokens", 1500, "ReAct system prompt length")
 	verboseFlag     = flag.Bool("v", false, "show llama.cpp's logs")
 
-	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar) or concurrency")
+	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency or longrun")
 	concurrentFlag    = flag.String("concurrent", "2,4", "counts of concurrent tact processes, comma-separated")
 	unlockedFlag      = flag.Bool("unlocked", true, "also run the smallest -concurrent count without the cpu lock")
 	unlockedLimitFlag = flag.Duration("unlocked-limit", 150*time.Second, "stop the concurrent runs without the cpu lock after this long")
@@ -89,8 +89,8 @@ func progress(format string, a ...any) {
 }
 
 func run() error {
-	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" {
-		return fmt.Errorf("-only %q: want backend or concurrency", *onlyFlag)
+	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" {
+		return fmt.Errorf("-only %q: want backend, concurrency or longrun", *onlyFlag)
 	}
 	path := *modelFlag
 	if path == "" {
@@ -109,17 +109,31 @@ func run() error {
 		threads = llamacpp.PhysicalCores()
 	}
 	header(info, threads)
-	if *onlyFlag != "concurrency" {
+	only := func(part string) bool { return *onlyFlag == "" || *onlyFlag == part }
+	if only("backend") {
 		if err := backendBench(path, threads); err != nil {
 			return err
 		}
 	}
-	if *onlyFlag != "backend" {
+	if only("concurrency") {
 		rs, err := concurrency(path, *threadsFlag)
 		if err != nil {
 			return err
 		}
 		reportConcurrency(rs)
+	}
+	if only("longrun") {
+		progress("long run: %d steps with a 6144-token context", longRunSteps)
+		small, err := longRun(path, *threadsFlag, 6144)
+		if err != nil {
+			return err
+		}
+		progress("long run: the same with a 32768-token context (no compaction)")
+		large, err := longRun(path, *threadsFlag, 32768)
+		if err != nil {
+			return err
+		}
+		reportLongRun(small, large)
 	}
 	fmt.Printf("\nLoad average %s before, %s after.\n", loadBefore, loadAvg())
 	return nil

@@ -51,7 +51,9 @@ type Settings struct {
 	SuccessPhrases       []string `envconfig:"TACT_SUCCESS_PHRASES" flag:"success-phrase" desc:"phrases in an observation that end the run as success, one a line (newline-separated)"`
 	FailurePhrases       []string `envconfig:"TACT_FAILURE_PHRASES" flag:"failure-phrase" desc:"phrases in an answer or observation that mean failure (exit 3), one a line (newline-separated)"`
 	StallThreshold       int      `envconfig:"TACT_STALL_THRESHOLD" flag:"stall-threshold" default:"3" desc:"identical actions in a row that end the run as stalled"`
-	MaxObservationTokens int      `envconfig:"TACT_MAX_OBSERVATION_TOKENS" flag:"max-observation-tokens" default:"2000" desc:"observations are cut to about this many tokens"`
+	MaxObservationTokens int      `envconfig:"TACT_MAX_OBSERVATION_TOKENS" flag:"max-observation-tokens" default:"2000" desc:"observations are cut to at most this many tokens (less when the context window is small)"`
+	CompactAt            float32  `envconfig:"TACT_COMPACT_AT" flag:"compact-at" default:"0.8" desc:"share of the context window a prompt may fill before older steps are summarized, above 0 and at most 1"`
+	KeepSteps            int      `envconfig:"TACT_KEEP_STEPS" flag:"keep-steps" default:"3" desc:"latest steps a compaction keeps whole (at least 1)"`
 	TokenBudget          int      `envconfig:"TACT_TOKEN_BUDGET" flag:"token-budget" desc:"total tokens a run may spend (0: unlimited); exit 6 when hit"`
 
 	// Backends and models.
@@ -62,7 +64,7 @@ type Settings struct {
 	Pull        bool    `envconfig:"TACT_PULL" flag:"pull" desc:"download the catalog model named by --model (or the recommended default when none is set) before running, with progress on stderr"`
 	HFEndpoint  string  `envconfig:"HF_ENDPOINT" desc:"Hugging Face hub or mirror that catalog names, hf.co/... and REPO:QUANT pulls download from (default https://huggingface.co)"`
 	Threads     int     `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: physical cores; more than the CPUs present is capped with a warning)"`
-	CtxSize     int     `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens (default: the model's, at most 8192; refused when its KV cache cannot fit in memory)"`
+	CtxSize     int     `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens that every prompt and its reply must fit, for every backend (default: the model's, at most 8192; script and none: unlimited); refused when its KV cache cannot fit in memory"`
 	BatchSize   int     `envconfig:"TACT_BATCH_SIZE" flag:"batch-size" default:"512" desc:"prompt batch size in tokens (1 to 65536)"`
 	FlashAttn   bool    `envconfig:"TACT_FLASH_ATTENTION" flag:"flash-attention" desc:"use flash attention"`
 	KVCacheType string  `envconfig:"TACT_KV_CACHE_TYPE" flag:"kv-cache-type" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
@@ -394,6 +396,12 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		return atLeast(s.MaxObservationTokens, 1)
 	case "TokenBudget":
 		return atLeast(s.TokenBudget, 0)
+	case "KeepSteps":
+		return atLeast(s.KeepSteps, 1)
+	case "CompactAt":
+		if f := float64(s.CompactAt); math.IsNaN(f) || f <= 0 || f > 1 {
+			return "must be a number above 0 and at most 1", strconv.FormatFloat(f, 'g', -1, 32)
+		}
 	case "Threads":
 		return atLeast(s.Threads, 0)
 	case "CtxSize":

@@ -53,7 +53,11 @@ type Replanner interface {
 	Plan(ctx context.Context, query string, transcript []planner.TranscriptEntry, old *planner.Plan) (*planner.Plan, llm.Usage, error)
 }
 
-// Executor runs plans. Zero-value fields get safe defaults in Run.
+// Executor runs plans. Zero-value fields get safe defaults in Run. An
+// Executor is configuration only: Run never changes it, and any number of
+// runs may use one at the same time, each with its own state (the Backend
+// must then serve concurrent calls, and the Gate and Events be safe for
+// concurrent use).
 type Executor struct {
 	Options
 	Registry *exec.Registry
@@ -61,7 +65,9 @@ type Executor struct {
 	Backend  llm.Backend // llm.None{} when no model
 	Planner  Replanner   // nil: no replanning
 	Gate     exec.Gate   // nil: exec.AllowAll
-	Trace    *TraceWriter
+	// Events receives every event of every run, each with its run id: the
+	// JSONL trace, the progress line, a dry-run listing (nil: none).
+	Events Sink
 	// Redact hides secrets in everything that leaves the executor: the
 	// prompts sent to the model and the planner, trace events and the
 	// Result. Data passed between a plan's own steps ($jq arguments,
@@ -71,7 +77,6 @@ type Executor struct {
 	Sampling  llm.Sampling
 	MaxTokens int
 	Log       *slog.Logger
-	Progress  func(line string) // one-line status updates (nil: none)
 	// SpentUsage is what the run already spent before Run (the planning
 	// call); it counts toward the result's usage and the token budget.
 	SpentUsage llm.Usage
@@ -94,7 +99,8 @@ type stepRecord struct {
 }
 
 type run struct {
-	e     *Executor
+	e     *Executor // the run's own copy, defaults applied
+	id    string
 	ctx   context.Context
 	query string
 	plan  *planner.Plan
@@ -135,7 +141,14 @@ type run struct {
 // Run executes plan (nil in free mode) for query. It never returns an error:
 // every outcome, including backend failures, is a termination reason.
 func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *Result {
+	return e.RunWithID(ctx, NewRunID(), query, plan)
+}
+
+// RunWithID is Run with the caller's run id: it tags every event and the
+// result, so the events of runs sharing one sink stay separable.
+func (e *Executor) RunWithID(ctx context.Context, id, query string, plan *planner.Plan) *Result {
 	r := e.newRun(ctx, query, plan)
+	r.id, r.res.RunID = id, id
 	r.main()
 	r.res.ExecutionTimeMS = time.Since(r.start).Milliseconds()
 	r.res.Iterations = r.st.Attempts
@@ -143,7 +156,7 @@ func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *R
 	if r.res.Trace.Steps == nil {
 		r.res.Trace.Steps = []StepTrace{}
 	}
-	r.emit("termination", map[string]any{
+	r.emit(EventTermination, map[string]any{
 		"reason": r.res.TerminationReason, "success": r.res.Success, "final_answer": r.res.FinalAnswer,
 		"message": r.res.Message, "exit_code": r.res.ExitCode(), "state": r.res.State,
 		"token_usage": r.res.TokenUsage, "execution_time_ms": r.res.ExecutionTimeMS,
@@ -154,9 +167,11 @@ func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *R
 // newRun sets a run up: defaults, allowed tools, budget, the pinned
 // prefix of the conversation and the context window.
 func (e *Executor) newRun(ctx context.Context, query string, plan *planner.Plan) *run {
-	r := &run{e: e, ctx: ctx, query: query, plan: plan, res: &Result{TokenUsage: e.SpentUsage}, start: time.Now()}
+	cfg := *e // defaults go into the run's copy: e stays as the caller made it
+	r := &run{e: &cfg, ctx: ctx, query: query, plan: plan, res: &Result{TokenUsage: e.SpentUsage}, start: time.Now()}
 	r.st = &r.res.State
 	r.defaults()
+	e = r.e
 	if e.NoPlan {
 		r.plan = nil
 	}
@@ -221,8 +236,8 @@ func (r *run) defaults() {
 }
 
 func (r *run) progress(format string, a ...any) {
-	if r.e.Progress != nil {
-		r.e.Progress(fmt.Sprintf(format, a...))
+	if r.e.Events != nil {
+		r.e.Events.Handle(Event{RunID: r.id, Type: EventProgress, Time: time.Now(), Fields: map[string]any{"line": fmt.Sprintf(format, a...)}})
 	}
 }
 
@@ -236,9 +251,9 @@ func (r *run) main() {
 		}
 		r.stopQuery = code
 	}
-	r.emit("execute_start", map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun, "context": r.contextInfo()})
+	r.emit(EventExecuteStart, map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun, "context": r.contextInfo()})
 	if r.plan != nil {
-		r.emitPlan("plan", map[string]any{"token_usage": e.SpentUsage})
+		r.emitPlan(EventPlan, map[string]any{"token_usage": e.SpentUsage})
 	} else {
 		r.forceModel = true
 		r.askReason = "Choose the first action."
@@ -480,7 +495,7 @@ func (r *run) iteration() {
 		// Divergence: the model prefers another tool than the pending step.
 		// Record it once on the step and schedule one replan per plan version.
 		r.st.PlanSkipReason = SkipPlanToolMismatch
-		r.emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": SkipPlanToolMismatch, "model_tool": act.Tool})
+		r.emit(EventSkip, map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": SkipPlanToolMismatch, "model_tool": act.Tool})
 		if !r.divergenceSpent {
 			r.divergenceSpent = true
 			r.replanDue, r.replanWhy = true, "divergence"
@@ -653,7 +668,7 @@ func (r *run) invalid(inv *invalidAction, usage llm.Usage) {
 		st.PlanStep = r.st.PlanIndex + 1
 	}
 	r.record(st)
-	r.emit("invalid_action", map[string]any{"reply": inv.text, "error": inv.reason})
+	r.emit(EventInvalidAction, map[string]any{"reply": inv.text, "error": inv.reason})
 	r.addMsg(llm.RoleUser, "Your reply was not a valid action: "+inv.reason)
 	r.noteRepeat("invalid:" + inv.text)
 }
@@ -664,7 +679,7 @@ func (r *run) skip(p *planner.Step, reason string, act Action, source, why strin
 	r.st.RetryCount++
 	r.st.PlanSkipReason = reason
 	r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, ExitCode: ExitCodeNotRun, SkipReason: reason, Source: source, PlanStep: r.st.PlanIndex + 1})
-	r.emit("skip", map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": reason, "detail": why})
+	r.emit(EventSkip, map[string]any{"plan_step": r.st.PlanIndex + 1, "tool": p.Tool, "skip_reason": reason, "detail": why})
 	r.addTranscript(planner.TranscriptEntry{Step: r.st.PlanIndex + 1, Tool: act.Tool, Args: act.Args, Skip: reason, Error: why})
 }
 
@@ -693,7 +708,7 @@ func (r *run) record(st StepTrace) {
 	r.lastPromptTokens = 0
 	r.res.Trace.Steps = append(r.res.Trace.Steps, st)
 	r.traceTurn = append(r.traceTurn, r.turn)
-	r.emit("step", map[string]any{"step": st, "state": *r.st})
+	r.emit(EventStep, map[string]any{"step": st, "state": *r.st})
 }
 
 // noteRepeat tracks identical actions in a row; true when the run stalled.
@@ -727,7 +742,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		obs := fmt.Sprintf("Duplicate action skipped: %s with these arguments already succeeded at step %d; use that observation instead of repeating it.", act.Tool, r.lastOKStep)
 		if matchesPlan {
 			r.st.PlanSkipReason = SkipDuplicateAction
-			r.emit("skip", map[string]any{"plan_step": planStep, "tool": act.Tool, "skip_reason": SkipDuplicateAction})
+			r.emit(EventSkip, map[string]any{"plan_step": planStep, "tool": act.Tool, "skip_reason": SkipDuplicateAction})
 		}
 		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: obs, ExitCode: ExitCodeNotRun, SkipReason: SkipDuplicateAction, Source: source, PlanStep: planStep, TokenUsage: usage})
 		r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obs, IsError: true})
@@ -789,7 +804,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 				reason = "denied by policy: " + reason
 			}
 			result = exec.Result{Err: errors.New(reason), ExitCode: 0}
-			r.emit("denied", map[string]any{"tool": act.Tool, "args": act.Args, "decision": v.Decision, "reason": v.Reason})
+			r.emit(EventDenied, map[string]any{"tool": act.Tool, "args": act.Args, "decision": v.Decision, "reason": v.Reason})
 		}
 	}
 	if result.Output == "" && result.Err == nil {
@@ -886,7 +901,7 @@ func (r *run) complete(req llm.Request) (llm.Response, error) {
 // emit writes a trace event with its fields redacted (the trace is an exit,
 // whatever redaction the TraceWriter itself applies).
 func (r *run) emit(event string, fields map[string]any) {
-	if r.e.Trace == nil {
+	if r.e.Events == nil {
 		return
 	}
 	out := make(map[string]any, len(fields))
@@ -898,7 +913,7 @@ func (r *run) emit(event string, fields map[string]any) {
 		}
 		out[k] = json.RawMessage(r.redactJSON(b))
 	}
-	r.e.Trace.Emit(event, out)
+	r.e.Events.Handle(Event{RunID: r.id, Type: event, Time: time.Now(), Fields: out})
 }
 
 // redactJSON redacts the strings of a JSON value, keeping it valid JSON.
@@ -1016,7 +1031,7 @@ func (r *run) replan() {
 	if r.st.ConsecutiveFailures >= e.ReplanThreshold {
 		trigger = "failures"
 	}
-	r.emit("replan_request", map[string]any{"trigger": trigger, "transcript": r.transcript, "state": *r.st})
+	r.emit(EventReplanRequest, map[string]any{"trigger": trigger, "transcript": r.transcript, "state": *r.st})
 	r.st.Replans++
 	r.replanDue, r.replanWhy = false, ""
 	r.progress("replanning (%s)", trigger)
@@ -1030,7 +1045,7 @@ func (r *run) replan() {
 		}
 		r.st.Attempts++
 		r.st.RetryCount++
-		r.emit("replan_failed", map[string]any{"error": err.Error()})
+		r.emit(EventReplanFailed, map[string]any{"error": err.Error()})
 		r.record(StepTrace{Action: ToolCall{Tool: schema.Replan}, Observation: "replan failed: " + err.Error(), Error: err.Error(), ExitCode: ExitCodeNotRun, Source: "model", SkipReason: SkipInvalidAction, TokenUsage: usage})
 		r.forceModel = true
 		return
@@ -1048,7 +1063,7 @@ func (r *run) replan() {
 			r.allowed[n] = true
 		}
 	}
-	r.emitPlan("replan", map[string]any{"trigger": trigger, "transcript": r.transcript, "token_usage": usage})
+	r.emitPlan(EventReplan, map[string]any{"trigger": trigger, "transcript": r.transcript, "token_usage": usage})
 	r.addHist(llm.RoleUser, "The plan was revised:\n"+strings.Join(np.Outline(), "\n"), histPlan)
 }
 
@@ -1077,7 +1092,7 @@ func (r *run) fallback(reason Reason, msg string) {
 	if answer == "" {
 		answer = r.summary()
 	}
-	r.emit("fallback", map[string]any{"reason": reason, "message": msg, "answer": answer})
+	r.emit(EventFallback, map[string]any{"reason": reason, "message": msg, "answer": answer})
 	r.end(reason, answer, msg)
 }
 

@@ -110,7 +110,7 @@ func newHarness(t *testing.T, script string) *harness {
 		},
 		Registry: reg, Env: &exec.Env{Workspace: t.TempDir()}, Backend: backend,
 	}
-	h.ex.Trace = NewTraceWriter(&h.trace, nil)
+	h.ex.Events = NewTraceWriter(&h.trace, nil)
 	if script != "" {
 		h.planner = &planner.Planner{Backend: backend, Registry: reg, Tools: reg.Names()}
 		h.ex.Planner = h.planner

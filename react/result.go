@@ -113,6 +113,7 @@ type State struct {
 
 // Result of a run.
 type Result struct {
+	RunID             string    `json:"run_id,omitempty"`
 	Success           bool      `json:"success"`
 	FinalAnswer       string    `json:"final_answer"`
 	TerminationReason Reason    `json:"termination_reason"`

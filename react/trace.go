@@ -24,8 +24,29 @@ func NewTraceWriter(w io.Writer, redact func(string) string) *TraceWriter {
 	return &TraceWriter{w: w, redact: redact}
 }
 
-// Emit writes one event. Errors are remembered (Err) and later events dropped.
+// Handle writes a run's event with its run_id; progress events are not
+// written (they only draw the terminal's status line).
+func (t *TraceWriter) Handle(ev Event) {
+	if t == nil || ev.Type == EventProgress {
+		return
+	}
+	f := make(map[string]any, len(ev.Fields)+1)
+	for k, v := range ev.Fields {
+		f[k] = v
+	}
+	if ev.RunID != "" {
+		f["run_id"] = ev.RunID
+	}
+	t.write(ev.Type, ev.Time, f)
+}
+
+// Emit writes one event that belongs to no run. Errors are remembered (Err)
+// and later events dropped.
 func (t *TraceWriter) Emit(event string, fields map[string]any) {
+	t.write(event, time.Now(), fields)
+}
+
+func (t *TraceWriter) write(event string, at time.Time, fields map[string]any) {
 	if t == nil {
 		return
 	}
@@ -39,7 +60,7 @@ func (t *TraceWriter) Emit(event string, fields map[string]any) {
 		m[k] = v
 	}
 	m["event"] = event
-	m["time"] = time.Now().UTC().Format(time.RFC3339Nano)
+	m["time"] = at.UTC().Format(time.RFC3339Nano)
 	// No HTML escaping: "<" and ">" stay readable in commands and output.
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

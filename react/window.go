@@ -205,7 +205,7 @@ func (r *run) prepare(kind llm.Kind, extra ...llm.Message) (prepared, error) {
 			}
 			before := p.tokens
 			p = build()
-			r.emit("compaction", map[string]any{"tokens_before": before, "tokens_after": p.tokens,
+			r.emit(EventCompaction, map[string]any{"tokens_before": before, "tokens_after": p.tokens,
 				"steps_compacted": c.steps, "first_iteration": c.first, "last_iteration": c.last,
 				"kept_steps": keep, "method": c.method, "summary_tokens": c.summaryTokens,
 				"context_size": w.size, "compact_at": w.compactAt, "reason": c.why, "token_usage": c.usage})
@@ -219,7 +219,7 @@ func (r *run) prepare(kind llm.Kind, extra ...llm.Message) (prepared, error) {
 	if w.size > 0 && (p.maxTokens <= 0 || p.maxTokens > w.size-p.tokens) {
 		p.maxTokens = w.size - p.tokens
 	}
-	r.emit("model_call", map[string]any{"kind": kind, "prompt_tokens": p.tokens, "max_tokens": p.maxTokens, "context_size": w.size})
+	r.emit(EventModelCall, map[string]any{"kind": kind, "prompt_tokens": p.tokens, "max_tokens": p.maxTokens, "context_size": w.size})
 	return p, nil
 }
 

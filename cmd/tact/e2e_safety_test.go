@@ -601,7 +601,7 @@ func TestE2EHugeOutputIsCapped(t *testing.T) {
 	}
 	res := p.result()
 	obs := res.Trace.Steps[0].Observation
-	if !regexp.MustCompile(`\[\.\.\. \d+ bytes[^\]]* cut \.\.\.\]`).MatchString(obs) {
+	if !regexp.MustCompile(`\[\.\.\. lines? [\d-]+ cut \(\d+ bytes, about \d+ tokens\)[^\]]* \.\.\.\]`).MatchString(obs) {
 		t.Errorf("observation has no cut marker; %d bytes: %.300s", len(obs), obs)
 	}
 	if len(obs) > 64<<10 {

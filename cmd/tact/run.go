@@ -174,7 +174,8 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 		plannerTools = reg.Names()
 	}
 	pl := &planner.Planner{Backend: react.RedactingBackend(backend, redactor.Redact), Registry: reg, Tools: plannerTools, Thought: thought,
-		Sampling: sampling, MaxTokens: planMaxTokens(s), MaxSteps: maxPlanSteps, Info: info}
+		Sampling: sampling, MaxTokens: planMaxTokens(s), MaxSteps: maxPlanSteps, Info: info,
+		ContextSize: s.CtxSize, MinReplyTokens: s.MaxTokens}
 
 	if s.NoPlan && noModel {
 		return needModel("--no-plan", " or --script; every action comes from the model")
@@ -197,6 +198,9 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 				life.usage = planUsage
 				return contextExit(ctx)
 			}
+		case isContextTooSmall(err):
+			life.usage = planUsage
+			return contextTooSmall(err, o.SettingName)
 		case o.Mode == modeRun && isInvalidPlan(err):
 			// A bad plan is recorded, not fatal: the run continues as free ReAct.
 			slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
@@ -264,14 +268,17 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 			RequireThought: s.RequireThought, MinThoughtLength: s.MinThoughtLength,
 			SuccessPhrases: s.SuccessPhrases, FailurePhrases: s.FailurePhrases, StallThreshold: s.StallThreshold,
 			MaxObservationTokens: s.MaxObservationTokens, TokenBudget: s.TokenBudget, StopWhen: s.StopWhen,
-			DryRun: s.DryRun,
+			DryRun: s.DryRun, ContextSize: s.CtxSize, CompactAt: float64(s.CompactAt), KeepSteps: s.KeepSteps,
 		},
-		Registry: reg, Env: env, Backend: backend, Gate: gate, Trace: trace, Redact: redactor.Redact,
-		Sampling: sampling, MaxTokens: s.MaxTokens, Log: slog.Default(), Progress: prog.update,
+		Registry: reg, Env: env, Backend: backend, Gate: gate, Events: react.Sinks{trace, react.ProgressSink(prog.update)}, Redact: redactor.Redact,
+		Sampling: sampling, MaxTokens: s.MaxTokens, Log: slog.Default(),
 		SpentUsage: planUsage,
 	}
 	if !noModel {
 		ex.Planner = pl
+	}
+	if err := ex.CheckContext(query, plan); err != nil {
+		return contextTooSmall(err, o.SettingName)
 	}
 	res := ex.Run(ctx, query, plan)
 	life.ended = true // the executor wrote the termination event
@@ -342,6 +349,26 @@ func (l *traceLife) finish(err error) {
 	f["reason"], f["exit_code"], f["success"] = reason, code, err == nil
 	l.w.Emit("termination", f)
 	l.ended = true
+}
+
+func isContextTooSmall(err error) bool {
+	var small *llm.ContextTooSmallError
+	return errors.As(err, &small)
+}
+
+// contextTooSmall is the usage error (exit 2) of a context window that
+// cannot hold the prompt every call needs: it names the tokens needed and
+// the setting to raise.
+func contextTooSmall(err error, settingName func(string) string) error {
+	var small *llm.ContextTooSmallError
+	if !errors.As(err, &small) {
+		return err
+	}
+	setting := "--ctx-size"
+	if settingName != nil && strings.Contains(settingName("CtxSize"), "=") {
+		setting = config.Var("CtxSize") + " (--ctx-size)" // the value came from the variable
+	}
+	return badInputf("%v; raise %s to at least %d (or lower --max-tokens)", small, setting, small.Need())
 }
 
 func isInvalidPlan(err error) bool {

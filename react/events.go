@@ -1,0 +1,89 @@
+package react
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+)
+
+// Event names: the trace's "event" field. docs/cli.md lists them.
+const (
+	EventRunStart      = "run_start"
+	EventPlanning      = "planning"
+	EventPlanInvalid   = "plan_invalid"
+	EventExecuteStart  = "execute_start"
+	EventPlan          = "plan"
+	EventStep          = "step"
+	EventSkip          = "skip"
+	EventInvalidAction = "invalid_action"
+	EventDenied        = "denied"
+	EventReplanRequest = "replan_request"
+	EventReplan        = "replan"
+	EventReplanFailed  = "replan_failed"
+	EventModelCall     = "model_call"
+	EventCompaction    = "compaction"
+	EventFallback      = "fallback"
+	EventTermination   = "termination"
+	// EventProgress is a one-line status for a terminal ("line"); it is not
+	// written to the trace.
+	EventProgress = "progress"
+)
+
+// Event is one thing that happened in a run. Fields hold JSON-ready values,
+// already redacted when the executor made them.
+type Event struct {
+	RunID  string
+	Type   string
+	Time   time.Time
+	Fields map[string]any
+}
+
+// Sink receives a run's events: the JSONL trace, the terminal progress line
+// and the dry-run listing are sinks. Handle may be called from several runs
+// at once; a sink that keeps state locks it.
+type Sink interface {
+	Handle(Event)
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(Event)
+
+func (f SinkFunc) Handle(ev Event) { f(ev) }
+
+// Sinks fans an event out to every non-nil sink, in order.
+type Sinks []Sink
+
+func (s Sinks) Handle(ev Event) {
+	for _, k := range s {
+		if k != nil {
+			k.Handle(ev)
+		}
+	}
+}
+
+// NewRunID returns a fresh random run id (16 hex digits).
+func NewRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// progressSink calls fn with each progress line.
+type progressSink struct {
+	mu sync.Mutex
+	fn func(string)
+}
+
+// ProgressSink is a sink that passes each progress event's line to fn.
+func ProgressSink(fn func(line string)) Sink { return &progressSink{fn: fn} }
+
+func (p *progressSink) Handle(ev Event) {
+	if ev.Type != EventProgress {
+		return
+	}
+	line, _ := ev.Fields["line"].(string)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fn(line)
+}

@@ -82,6 +82,7 @@ type Settings struct {
 	NoInput     bool          `envconfig:"TACT_NO_INPUT" flag:"no-input" desc:"never prompt, even on a terminal"`
 	Yes         bool          `envconfig:"TACT_YES" flag:"yes" desc:"approve write/exec actions that no deny rule forbids"`
 	Policy      string        `envconfig:"TACT_POLICY" flag:"policy" desc:"policy file (default $XDG_CONFIG_HOME/tact/policy.json)"`
+	MCPConfig   string        `envconfig:"TACT_MCP_CONFIG" flag:"mcp-config" desc:"MCP servers file (default $XDG_CONFIG_HOME/tact/mcp.json)"`
 	ReadOnly    bool          `envconfig:"TACT_READ_ONLY" flag:"read-only" desc:"allow read tools only"`
 	DryRun      bool          `envconfig:"TACT_DRY_RUN" flag:"dry-run" desc:"show each action and its decision; run read tools only"`
 	Sandbox     string        `envconfig:"TACT_SANDBOX" flag:"sandbox" default:"workspace-write" desc:"kernel sandbox for run_command: workspace-write, read-only or off"`
@@ -488,4 +489,13 @@ func (s *Settings) PolicyPath() string {
 		return s.Policy
 	}
 	return filepath.Join(ConfigDir(), "policy.json")
+}
+
+// MCPConfigPath resolves the MCP servers file; explicit is false for the
+// default path, which may be missing.
+func (s *Settings) MCPConfigPath() (path string, explicit bool) {
+	if s.MCPConfig != "" {
+		return s.MCPConfig, true
+	}
+	return filepath.Join(ConfigDir(), "mcp.json"), false
 }

@@ -303,7 +303,7 @@ func AlwaysRule(env *Env, c Call) (Rule, error) {
 			return Rule{}, fmt.Errorf("tact cannot fully analyse this command (%s), so no allow rule can cover it", strings.Join(f.cmd.Problems, "; "))
 		}
 		r.Command = alwaysCommand(f)
-	case f.hasPath && f.inside && f.path != ".":
+	case f.hasPath && f.inside && f.path != "." && pathTools[f.tool]:
 		if dir := path.Dir(f.path); dir != "." {
 			r.Path = escapeGlob(dir) + "/**"
 		} else {

@@ -27,3 +27,10 @@ func KillRunning() {
 		return true
 	})
 }
+
+// TrackProcessGroup registers a process group started outside this package
+// (an MCP server) so that KillRunning ends it too; untrack forgets it.
+func TrackProcessGroup(pgid int) (untrack func()) {
+	trackGroup(pgid, false)
+	return func() { untrackGroup(pgid) }
+}

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -88,7 +89,11 @@ func (r Rule) validate() error {
 		// No tool takes both, so such a rule would silently never match.
 		return errors.New("command and path cannot both be set (command is for run_command, path for write_file/edit_file)")
 	}
-	if r.Tool != "" && r.Tool != "*" {
+	if r.Tool != "" && r.Tool != "*" && (isToolGlob(r.Tool) || strings.Contains(r.Tool, ".")) {
+		if err := validateToolPattern(r); err != nil {
+			return err
+		}
+	} else if r.Tool != "" && r.Tool != "*" {
 		class, ok := policyTools()[r.Tool]
 		switch {
 		case !ok:
@@ -130,6 +135,59 @@ func (r Rule) validate() error {
 		}
 	}
 	return nil
+}
+
+// isToolGlob reports whether a rule's tool is a glob ("github.*"), matched
+// with path.Match against the tool name.
+func isToolGlob(tool string) bool { return strings.ContainsAny(tool, `*?[\`) }
+
+// mcpToolRE is an MCP tool's name, SERVER.TOOL (mcp.ValidServerName and
+// the tool name characters the MCP specification allows).
+var mcpToolRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9_./-]+$`)
+
+// validateToolPattern checks a rule naming a tool glob or an MCP tool
+// (SERVER.TOOL). MCP servers start after the policy is read, so such a name
+// cannot be checked against their tools; command and path stay reserved to
+// the built-in tools that have them.
+func validateToolPattern(r Rule) error {
+	if isToolGlob(r.Tool) {
+		if _, err := path.Match(r.Tool, ""); err != nil {
+			return fmt.Errorf("tool %q: bad glob syntax", r.Tool)
+		}
+		if ok, _ := path.Match(r.Tool, commandTool); r.Command != "" && !ok {
+			return fmt.Errorf("\"command\" applies only to run_command, which tool %q does not match", r.Tool)
+		}
+		if r.Path != "" {
+			w, _ := path.Match(r.Tool, "write_file")
+			e, _ := path.Match(r.Tool, "edit_file")
+			if !w && !e {
+				return fmt.Errorf("\"path\" applies only to write_file and edit_file, which tool %q does not match", r.Tool)
+			}
+		}
+		return nil
+	}
+	if !mcpToolRE.MatchString(r.Tool) {
+		return fmt.Errorf("tool %q: not a tool name (an MCP tool is SERVER.TOOL)", r.Tool)
+	}
+	if r.Command != "" {
+		return fmt.Errorf("\"command\" applies only to run_command, not %s", r.Tool)
+	}
+	if r.Path != "" {
+		return fmt.Errorf("\"path\" applies only to write_file and edit_file, not %s", r.Tool)
+	}
+	return nil
+}
+
+// toolMatches reports whether a rule's tool (a name or a glob) names tool.
+func toolMatches(pattern, tool string) bool {
+	if pattern == tool {
+		return true
+	}
+	if !isToolGlob(pattern) {
+		return false
+	}
+	ok, err := path.Match(pattern, tool)
+	return err == nil && ok
 }
 
 // unknownToolError names the tools rules may use and the closest one to a
@@ -342,7 +400,7 @@ func resolvedRel(env *Env, rel string) (string, bool) {
 
 // appliesTo reports whether r's tool (and the fields it sets) fit the call.
 func (r Rule) appliesTo(f callFacts) bool {
-	if r.Tool != "" && r.Tool != "*" && r.Tool != f.tool {
+	if r.Tool != "" && r.Tool != "*" && !toolMatches(r.Tool, f.tool) {
 		return false
 	}
 	if r.Command != "" && f.tool != commandTool {

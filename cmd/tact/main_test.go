@@ -15,6 +15,7 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/mcptest"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/internal/testlock"
 )
@@ -23,8 +24,13 @@ func TestMain(m *testing.M) {
 	// run_command's sandbox helper re-executes this binary (as "tact"); it
 	// must serve the helper, not run tactMain or the tests.
 	exec.ServeSandboxHelper()
+	// The test MCP server (internal/mcptest), for Go tests that start it.
+	if v := os.Getenv(mcptest.EnvServe); v != "" {
+		os.Exit(mcptest.Main(mcptest.Args(v)))
+	}
 	testscript.Main(lockedTests{m}, map[string]func(){
-		"tact": func() { os.Exit(tactMain()) },
+		"tact":          func() { os.Exit(tactMain()) },
+		"mcptestserver": func() { os.Exit(mcptest.Main(os.Args[1:])) },
 	})
 }
 

@@ -51,7 +51,8 @@ func newRootCmd(streams *iostreams) (*cobra.Command, error) {
 		newRunCmd(s, origin, streams, modeRun),
 		newRunCmd(s, origin, streams, modePlan),
 		newRunCmd(s, origin, streams, modeExec),
-		newToolsCmd(streams),
+		newToolsCmd(s, streams),
+		newMCPCmd(s, streams),
 		newModelsCmd(s),
 		&cobra.Command{
 			Use:   "version",
@@ -87,6 +88,8 @@ func settingsUsedBy(cmd *cobra.Command) func(field string) bool {
 		return func(field string) bool {
 			return field == "ModelsDir" || field == "HFEndpoint" || field == "Verbose" || field == "Quiet"
 		}
+	case cmd.Flag("mcp-config") != nil: // tools, mcp list
+		return func(field string) bool { return field == "MCPConfig" || field == "Verbose" || field == "Quiet" }
 	}
 	return func(string) bool { return false }
 }
@@ -160,6 +163,7 @@ func addRunFlags(f *pflag.FlagSet, s *config.Settings, mode runMode) {
 	f.IntVar(&s.MaxTokens, "max-tokens", s.MaxTokens, "tokens one model reply may generate (0: until the context is full)")
 	f.BoolVar(&s.RequireThought, "require-thought", s.RequireThought, "model actions need a substantive thought")
 	f.IntVar(&s.MinThoughtLength, "min-thought-length", s.MinThoughtLength, "minimum thought length")
+	f.StringVar(&s.MCPConfig, "mcp-config", s.MCPConfig, "MCP servers `FILE` whose tools runs may use (default $XDG_CONFIG_HOME/tact/mcp.json)")
 	if mode == modePlan {
 		return
 	}

@@ -80,8 +80,14 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 	if err := validateRun(s); err != nil {
 		return badInput(err)
 	}
+	// The MCP servers file is read first: its ${VAR} header and env values
+	// are secrets the redactor must know.
+	mcpConfig, err := loadMCPConfig(s)
+	if err != nil {
+		return err
+	}
 	// --env values are secrets too when their names say so.
-	redactor, err := exec.NewRedactor(append(os.Environ(), s.Env...), s.Redact)
+	redactor, err := exec.NewRedactor(append(append(os.Environ(), s.Env...), mcpConfig.SecretEnviron()...), s.Redact)
 	if err != nil {
 		return badInputf("--redact: %v", err)
 	}
@@ -110,24 +116,37 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 	env.NoNetwork = s.NoNetwork
 	life.sandbox = env.SandboxInfo()
 	reg := exec.DefaultRegistry()
-	for _, t := range s.AllowTools {
-		if _, ok := reg.Get(t); !ok {
-			return badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(reg.Names(), ", "))
-		}
-	}
 	env.Redactor = redactor // tools cut output only where no secret is split
 	// The policy file is read before any model call: a bad one fails fast.
 	policy, err := exec.LoadPolicy(s.PolicyPath())
 	if err != nil {
 		return badInput(err)
 	}
+	// MCP servers start before plans are parsed, so plans may name their
+	// tools; a saved plan starts only the servers its rows name.
+	var planName string
+	var planData []byte
+	var mcpOnly []string
+	if o.Mode == modeExec {
+		if planName, planData, err = readPlanInput(o); err != nil {
+			return err
+		}
+		mcpOnly = planServers(planData)
+	}
+	mcpServers, reg := startMCP(ctx, mcpConfig, mcpOnly, reg)
+	defer mcpServers.Close()
+	for _, t := range s.AllowTools {
+		if _, ok := reg.Get(t); !ok {
+			return badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(reg.Names(), ", "))
+		}
+	}
 
 	var query string
 	var plan *planner.Plan
 	if o.Mode == modeExec {
-		plan, err = readPlan(o, reg)
+		plan, err = planner.Parse(bytes.NewReader(planData), planName, reg)
 		if err != nil {
-			return err
+			return badInput(err)
 		}
 		query = plan.Query()
 		life.query = query
@@ -185,7 +204,7 @@ func runCommand(ctx context.Context, o *runOptions) (err error) {
 		if noModel {
 			return needModel("planning", ", --script, or run a saved plan with `tact exec`")
 		}
-		trace.Emit("planning", map[string]any{"query": query})
+		trace.Emit("planning", map[string]any{"query": query, "tools": pl.Tools})
 		p, usage, err := pl.Plan(ctx, query, nil, nil)
 		planUsage = usage
 		switch {
@@ -490,27 +509,35 @@ func readQuery(o *runOptions) (string, error) {
 	return q, nil
 }
 
-func readPlan(o *runOptions, reg *exec.Registry) (*planner.Plan, error) {
-	name := "-"
+// readPlanInput reads the plan (a file, or standard input) whole: its rows
+// say which MCP servers to start before it is parsed.
+func readPlanInput(o *runOptions) (name string, data []byte, err error) {
+	name = "-"
 	var r io.Reader = o.IO.In
 	if len(o.Args) == 0 && stdinIsTerminal(o) {
-		return nil, badInputf("no plan: pass a plan file, or pipe one in (use - to type it on the terminal)")
+		return "", nil, badInputf("no plan: pass a plan file, or pipe one in (use - to type it on the terminal)")
 	}
 	if len(o.Args) == 1 && o.Args[0] != "-" {
 		name = o.Args[0]
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, badInputf("plan: %v", err)
+			return "", nil, badInputf("plan: %v", err)
 		}
 		defer f.Close()
 		r = bufio.NewReader(f)
 	}
-	p, err := planner.Parse(r, name, reg)
+	data, err = io.ReadAll(io.LimitReader(r, maxPlanBytes+1))
 	if err != nil {
-		return nil, badInput(err)
+		return "", nil, badInputf("plan %s: %v", name, err)
 	}
-	return p, nil
+	if len(data) > maxPlanBytes {
+		return "", nil, badInputf("plan %s: larger than %d MiB", name, maxPlanBytes>>20)
+	}
+	return name, data, nil
 }
+
+// maxPlanBytes bounds a plan read whole (plans are a few KiB).
+const maxPlanBytes = 64 << 20
 
 // stdinIsTerminal: reading a query or plan from it would wait for typing.
 func stdinIsTerminal(o *runOptions) bool {

@@ -6,10 +6,9 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/exec"
 )
 
-// Regression (was a bug; fixed) (run.go readPlan): `tact exec` with no plan
+// Regression (was a bug; fixed) (run.go readPlanInput): `tact exec` with no plan
 // on a terminal waited for input; `tact run` printed a hint.
 // Expected: both print a hint and exit 2 at once.
 func TestTerminalStdinHint(t *testing.T) {
@@ -20,7 +19,7 @@ func TestTerminalStdinHint(t *testing.T) {
 	defer ptmx.Close()
 	defer tty.Close()
 	o := &runOptions{S: config.Defaults(), IO: &iostreams{In: tty, Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
-	_, err = readPlan(o, exec.DefaultRegistry())
+	_, _, err = readPlanInput(o)
 	if err == nil || err.Error() != "no plan: pass a plan file, or pipe one in (use - to type it on the terminal)" {
 		t.Fatalf("exec: %v", err)
 	}

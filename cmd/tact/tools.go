@@ -4,47 +4,92 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/mcp"
 )
 
-func newToolsCmd(streams *iostreams) *cobra.Command {
+func newToolsCmd(s *config.Settings, streams *iostreams) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "List the tools with their side-effect class and argument schema",
-		Args:  cobra.NoArgs,
+		Long: "List the built-in tools and the tools of the configured MCP servers (named\n" +
+			"SERVER.TOOL; see docs/mcp.md) with their side-effect class and argument schema.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg := exec.DefaultRegistry()
+			cfg, err := loadMCPConfig(s)
+			if err != nil {
+				return err
+			}
+			red := mcpRedactor(cfg)
+			redactStderr(streams, red)
+			servers, reg := startMCP(cmd.Context(), cfg, nil, exec.DefaultRegistry())
+			defer servers.Close()
+			serverOf := func(t exec.Tool) string {
+				if mt, ok := t.(*mcp.Tool); ok {
+					return mt.Server()
+				}
+				return ""
+			}
+			hasMCP := false
+			for _, t := range reg.List() {
+				hasMCP = hasMCP || serverOf(t) != ""
+			}
+			var out bytes.Buffer
 			if asJSON {
-				enc := json.NewEncoder(streams.Out)
+				enc := json.NewEncoder(&out)
 				enc.SetEscapeHTML(false)
 				for _, t := range reg.List() {
-					if err := enc.Encode(map[string]any{"name": t.Name(), "class": t.Class(), "description": t.Description(), "schema": t.Schema()}); err != nil {
+					obj := map[string]any{"name": t.Name(), "class": t.Class(), "description": t.Description(), "schema": t.Schema()}
+					if srv := serverOf(t); srv != "" {
+						obj["server"] = srv
+					}
+					if err := enc.Encode(obj); err != nil {
 						return err
 					}
 				}
-				return nil
+				_, err := streams.Out.Write(red.RedactJSON(out.Bytes()))
+				return err
 			}
-			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOOL\tCLASS\tDESCRIPTION")
+			tw := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
+			// The SERVER column only when MCP servers add tools, so the
+			// built-in listing stays as it was.
+			if hasMCP {
+				fmt.Fprintln(tw, "TOOL\tCLASS\tSERVER\tDESCRIPTION")
+			} else {
+				fmt.Fprintln(tw, "TOOL\tCLASS\tDESCRIPTION")
+			}
 			for _, t := range reg.List() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name(), t.Class(), t.Description())
+				desc := strings.Join(strings.Fields(t.Description()), " ")
+				if hasMCP {
+					srv := serverOf(t)
+					if srv == "" {
+						srv = "-"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name(), t.Class(), srv, desc)
+				} else {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name(), t.Class(), desc)
+				}
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintln(streams.Out, "\nArgument schemas:")
+			fmt.Fprintln(&out, "\nArgument schemas:")
 			for _, t := range reg.List() {
 				var b bytes.Buffer
 				_ = json.Compact(&b, t.Schema())
-				fmt.Fprintf(streams.Out, "  %s: %s\n", t.Name(), b.String())
+				fmt.Fprintf(&out, "  %s: %s\n", t.Name(), b.String())
 			}
-			return nil
+			_, err = streams.Out.Write([]byte(red.Redact(out.String())))
+			return err
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per tool")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per tool (MCP tools add \"server\")")
+	cmd.Flags().StringVar(&s.MCPConfig, "mcp-config", s.MCPConfig, "MCP servers `FILE` (default $XDG_CONFIG_HOME/tact/mcp.json)")
 	return cmd
 }

@@ -1,0 +1,194 @@
+package mcp
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	osexec "os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tactcli/tact/exec"
+)
+
+// inheritedEnv are the variables a stdio server gets from tact's
+// environment (as the reference SDKs do); anything else, secrets included,
+// must be passed on by name in the server's "env".
+var inheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "NODE_PATH", "NODE_EXTRA_CA_CERTS",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
+
+// maxStderrLine bounds one logged stderr line of a server.
+const maxStderrLine = 4096
+
+// process is a running stdio server: the leader of its own process group.
+type process struct {
+	cmd    *osexec.Cmd
+	pgid   int
+	stdin  *os.File // our end of its stdin
+	stdout *os.File // our end of its stdout
+	exited chan struct{}
+	// waitErr and lastStderr are for the error that names how it ended.
+	waitErr    error
+	mu         sync.Mutex
+	lastStderr string
+	untrack    func()
+	stopOnce   sync.Once
+}
+
+// startProcess starts a stdio server in its own process group, with its
+// stderr logged at debug level line by line.
+func startProcess(cfg *ServerConfig, log *slog.Logger) (*process, error) {
+	cmd := osexec.Command(cfg.Command, cfg.Args...)
+	cmd.Dir = cfg.Cwd
+	cmd.Env = childEnv(cfg.Env)
+	cmd.SysProcAttr = procAttr()
+	// Plain pipes rather than cmd's: Wait must not close our ends while the
+	// SDK still reads the last reply.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("starting %s: %w", cfg.Command, unwrapExec(err))
+	}
+	closeAll(inR, outW, errW)
+	p := &process{cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, stdout: outR, exited: make(chan struct{})}
+	p.untrack = exec.TrackProcessGroup(p.pgid)
+	log.Debug("MCP server started", "server", cfg.Name, "pid", p.pgid, "command", cfg.Command, "args", cfg.Args)
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		p.logStderr(errR, cfg.Name, log)
+	}()
+	go func() {
+		p.waitErr = cmd.Wait()
+		// Let the last stderr lines in before reporting how it ended
+		// (a grandchild holding stderr open must not delay that long).
+		select {
+		case <-stderrDone:
+		case <-time.After(200 * time.Millisecond):
+		}
+		close(p.exited)
+		log.Debug("MCP server exited", "server", cfg.Name, "pid", p.pgid, "status", p.waitErr)
+	}()
+	return p, nil
+}
+
+func (p *process) logStderr(r *os.File, server string, log *slog.Logger) {
+	defer r.Close()
+	br := bufio.NewReaderSize(r, maxStderrLine)
+	for {
+		line, isPrefix, err := br.ReadLine()
+		if len(line) > 0 {
+			text := strings.TrimRight(string(line), "\r")
+			if isPrefix {
+				text += "…"
+				for isPrefix && err == nil { // skip the rest of a long line
+					_, isPrefix, err = br.ReadLine()
+				}
+			}
+			p.mu.Lock()
+			p.lastStderr = text
+			p.mu.Unlock()
+			log.Debug("MCP server stderr", "server", server, "line", text)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// exitError says how the process ended, with its last stderr line.
+func (p *process) exitError() error {
+	p.mu.Lock()
+	last := p.lastStderr
+	p.mu.Unlock()
+	msg := "exited"
+	var ee *osexec.ExitError
+	switch {
+	case errors.As(p.waitErr, &ee) && ee.Exited():
+		msg = fmt.Sprintf("exited with status %d", ee.ExitCode())
+	case errors.As(p.waitErr, &ee):
+		msg = "ended by " + ee.String()
+	case p.waitErr == nil:
+		msg = "exited with status 0"
+	}
+	if last != "" {
+		if len(last) > 200 {
+			last = last[:200] + "…"
+		}
+		msg += ": " + last
+	}
+	return errors.New(msg)
+}
+
+// stop ends the server as the MCP specification asks: close its stdin, wait
+// for it to exit, then SIGTERM, then SIGKILL; whatever is left of its
+// process group (children it started) is killed at the end either way.
+func (p *process) stop(grace time.Duration) {
+	p.stopOnce.Do(func() {
+		p.stdin.Close()
+		if !waitClosed(p.exited, grace) {
+			_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+			if !waitClosed(p.exited, time.Second) {
+				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+				waitClosed(p.exited, 5*time.Second)
+			}
+		}
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.stdout.Close()
+		p.untrack()
+	})
+}
+
+func waitClosed(ch chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func childEnv(extra []string) []string {
+	var env []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...)
+}
+
+func closeAll(cs ...io.Closer) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// unwrapExec drops os/exec's repetition of the command name.
+func unwrapExec(err error) error {
+	var ee *osexec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}

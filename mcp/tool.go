@@ -1,0 +1,344 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/schema"
+)
+
+// Tool is one MCP server tool offered as an exec.Tool named SERVER.TOOL.
+type Tool struct {
+	srv    *server
+	name   string // SERVER.TOOL
+	remote string // the server's name for it
+	desc   string
+	class  exec.Class
+	// grammar is the argument schema the model and plans see; when the
+	// server's schema uses keywords the grammar cannot express, those are
+	// left out of it and full checks the arguments before each call.
+	grammar json.RawMessage
+	full    *schema.Validator
+}
+
+var (
+	_ exec.Tool      = (*Tool)(nil)
+	_ exec.Describer = (*Tool)(nil)
+)
+
+func (t *Tool) Name() string            { return t.name }
+func (t *Tool) Description() string     { return t.desc }
+func (t *Tool) Class() exec.Class       { return t.class }
+func (t *Tool) Schema() json.RawMessage { return t.grammar }
+func (t *Tool) Server() string          { return t.srv.cfg.Name }
+func (t *Tool) ValidatedOnly() bool     { return t.full != nil }
+func (t *Tool) Describe(_ *exec.Env, _ json.RawMessage) string {
+	return fmt.Sprintf("MCP tool %q of server %s (%s)", t.remote, t.srv.cfg.Name, t.srv.where())
+}
+
+// Run calls the tool on its server. The server's text content is the
+// output; isError, a dead server and a call past the server's timeout are
+// failures.
+func (t *Tool) Run(ctx context.Context, _ *exec.Env, args json.RawMessage) exec.Result {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil {
+		return exec.Result{Err: fmt.Errorf("arguments for %s: want a JSON object", t.name)}
+	}
+	if t.full != nil {
+		if _, err := t.full.ValidateJSON(args); err != nil {
+			return exec.Result{Err: fmt.Errorf("arguments for %s: %v", t.name, err)}
+		}
+	}
+	res, err := t.srv.call(ctx, t.remote, args)
+	if err != nil {
+		return exec.Result{Err: fmt.Errorf("%s: %w", t.name, err)}
+	}
+	out := ResultText(res)
+	if res.IsError {
+		return exec.Result{Output: out, Err: fmt.Errorf("%s reported an error", t.name)}
+	}
+	return exec.Result{Output: out}
+}
+
+// ResultText turns a tool result into the observation: text content
+// joined by newlines; images, audio and resources one line each (type,
+// size, URI); structured content as JSON when there is no text.
+func ResultText(res *sdk.CallToolResult) string {
+	var parts []string
+	hasText := false
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, c.Text)
+			hasText = true
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image: %s, %s]", orUnknown(c.MIMEType), size(int64(len(c.Data)))))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio: %s, %s]", orUnknown(c.MIMEType), size(int64(len(c.Data)))))
+		case *sdk.ResourceLink:
+			line := "[resource link: " + c.URI
+			if c.MIMEType != "" {
+				line += ", " + c.MIMEType
+			}
+			if c.Size != nil {
+				line += ", " + size(*c.Size)
+			}
+			if c.Name != "" && c.Name != c.URI {
+				line += ", " + oneLine(c.Name)
+			}
+			parts = append(parts, line+"]")
+		case *sdk.EmbeddedResource:
+			r := c.Resource
+			if r == nil {
+				parts = append(parts, "[resource]")
+				continue
+			}
+			n := int64(len(r.Blob))
+			if r.Text != "" {
+				n = int64(len(r.Text))
+			}
+			parts = append(parts, fmt.Sprintf("[resource: %s, %s, %s]", r.URI, orUnknown(r.MIMEType), size(n)))
+		default:
+			parts = append(parts, fmt.Sprintf("[%T content]", c))
+		}
+	}
+	if !hasText && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// schemaProblem is the line of a schema compile error that says what is
+// wrong (the validator lists every failing level, outermost first).
+func schemaProblem(err error) string {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "-"))
+		if strings.HasPrefix(line, "at '") && !strings.HasSuffix(line, "failed") {
+			return line
+		}
+	}
+	return oneLine(err.Error())
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown type"
+	}
+	return oneLine(s)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func size(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}
+
+// ClassOf is a tool's side-effect class: "classes" in the config wins;
+// else readOnlyHint is read, an explicit destructiveHint write, anything
+// else exec (the most guarded).
+func ClassOf(cfg *ServerConfig, t *sdk.Tool) exec.Class {
+	if c, ok := cfg.Classes[t.Name]; ok {
+		return c
+	}
+	a := t.Annotations
+	switch {
+	case a == nil:
+		return exec.ClassExec
+	case a.ReadOnlyHint:
+		return exec.ClassRead
+	case a.DestructiveHint != nil && *a.DestructiveHint:
+		return exec.ClassWrite
+	}
+	return exec.ClassExec
+}
+
+// adapt turns a server's tool list into tools, skipping (with a warning)
+// names that are not usable or taken and schemas that are not valid.
+func (s *server) adapt(list []*sdk.Tool) []*Tool {
+	var out []*Tool
+	seen := map[string]bool{}
+	known := map[string]bool{}
+	for _, st := range list {
+		known[st.Name] = true
+		name := s.cfg.Name + "." + st.Name
+		switch {
+		case !validToolName(st.Name):
+			s.log.Warn("MCP tool skipped: its name has characters tools may not use", "server", s.cfg.Name, "tool", st.Name)
+			continue
+		case seen[st.Name]:
+			s.log.Warn("MCP tool skipped: the server lists the name twice", "tool", name)
+			continue
+		case s.cfg.DisabledTools[st.Name]:
+			continue
+		}
+		seen[st.Name] = true
+		grammar, full, dropped, err := toolSchema(st.InputSchema)
+		if err != nil {
+			s.log.Warn("MCP tool skipped: invalid input schema", "tool", name, "err", schemaProblem(err))
+			continue
+		}
+		if len(dropped) > 0 {
+			s.log.Warn("MCP tool schema uses keywords the grammar cannot express; its arguments are validated only", "tool", name, "keywords", strings.Join(dropped, ","))
+		}
+		desc := strings.TrimSpace(st.Description)
+		if desc == "" {
+			desc = st.Title
+		}
+		desc = capText(desc, maxDescription)
+		out = append(out, &Tool{srv: s, name: name, remote: st.Name, desc: desc, class: ClassOf(s.cfg, st), grammar: grammar, full: full})
+	}
+	for _, t := range sortedKeys(s.cfg.Classes) {
+		if !known[t] {
+			s.log.Warn("MCP config: \"classes\" names a tool the server does not have", "server", s.cfg.Name, "tool", t)
+		}
+	}
+	for _, t := range sortedKeys(s.cfg.DisabledTools) {
+		if !known[t] {
+			s.log.Warn("MCP config: \"disabled_tools\" names a tool the server does not have", "server", s.cfg.Name, "tool", t)
+		}
+	}
+	return out
+}
+
+// maxDescription bounds a tool description in prompts: every tool's
+// description is in every planning prompt.
+const maxDescription = 1024
+
+// capText cuts s to at most n bytes on a character boundary, marking the cut.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// grammarKeywords are the JSON Schema keywords the llama.cpp grammar
+// converter honours (or that only annotate); any other keyword is left out
+// of the schema the grammar is built from and checked by validation only.
+var grammarKeywords = map[string]bool{
+	"type": true, "properties": true, "required": true, "additionalProperties": true, "items": true,
+	"enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true, "format": true,
+	"description": true, "title": true, "default": true, "examples": true, "$comment": true,
+	"deprecated": true, "readOnly": true, "writeOnly": true,
+}
+
+// toolSchema checks a server's inputSchema: it must be a valid JSON Schema
+// of an object. grammar is the schema without "$schema" and without the
+// keywords the grammar cannot express (named in dropped); full is the
+// validator of the whole schema when something was dropped, else nil.
+func toolSchema(in any) (grammar json.RawMessage, full *schema.Validator, dropped []string, err error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		return nil, nil, nil, errors.New("not a JSON object")
+	}
+	if t, ok := doc["type"]; ok && t != "object" {
+		return nil, nil, nil, fmt.Errorf("type is %v, want \"object\"", t)
+	}
+	v, err := schema.Compile(raw)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	delete(doc, "$schema")
+	doc["type"] = "object"
+	kept := map[string]bool{}
+	loose := loosen(doc, kept).(map[string]any)
+	if len(kept) > 0 {
+		full = v
+		for k := range kept {
+			dropped = append(dropped, k)
+		}
+		sort.Strings(dropped)
+	}
+	grammar, err = json.Marshal(loose)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := schema.Compile(grammar); err != nil {
+		return nil, nil, nil, fmt.Errorf("without %s: %v", strings.Join(dropped, ","), err)
+	}
+	return grammar, full, dropped, nil
+}
+
+// loosen copies a schema keeping only grammarKeywords (recording the
+// others in dropped); a subschema it cannot keep becomes {} (any value).
+func loosen(node any, dropped map[string]bool) any {
+	m, ok := node.(map[string]any)
+	if !ok {
+		if b, isBool := node.(bool); isBool {
+			return b
+		}
+		dropped["(non-object schema)"] = true
+		return map[string]any{}
+	}
+	out := map[string]any{}
+	for k, v := range m {
+		if !grammarKeywords[k] {
+			dropped[k] = true
+			continue
+		}
+		switch k {
+		case "properties":
+			props, ok := v.(map[string]any)
+			if !ok {
+				dropped[k] = true
+				continue
+			}
+			np := map[string]any{}
+			for name, sub := range props {
+				np[name] = loosen(sub, dropped)
+			}
+			out[k] = np
+		case "additionalProperties":
+			out[k] = loosen(v, dropped)
+		case "items":
+			if _, isList := v.([]any); isList {
+				dropped["items (tuple)"] = true
+				continue
+			}
+			out[k] = loosen(v, dropped)
+		case "anyOf", "oneOf", "allOf":
+			list, ok := v.([]any)
+			if !ok {
+				dropped[k] = true
+				continue
+			}
+			nl := make([]any, len(list))
+			for i, sub := range list {
+				nl[i] = loosen(sub, dropped)
+			}
+			out[k] = nl
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,57 @@
+// Package agent is tact's engine: a Runtime is opened once from settings
+// (the model loaded once, the tool registry with MCP servers' tools, the
+// policy, the redactor, the trace) and runs any number of jobs on it, at
+// the same time if the caller wants. Every front end calls it: `tact run`,
+// `plan`, `exec`, `batch`. Commands only parse, wire and print.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrorKind classifies the errors of Open, Plan and Run, so a command maps
+// them to exit codes and a server to HTTP statuses.
+type ErrorKind int
+
+const (
+	ErrInternal        ErrorKind = iota // anything else (exit 1)
+	ErrBadInput                         // a setting, file, query or plan line (exit 2)
+	ErrNeedsModel                       // the job needs a model and none is configured (exit 2)
+	ErrContextTooSmall                  // the window cannot hold the prompt every call needs (exit 2)
+	ErrTimeout                          // --timeout ended it before the executor ran (exit 7)
+	ErrCancelled                        // a signal or the caller ended it (exit 130)
+)
+
+// Error is a typed error of the engine.
+type Error struct {
+	Kind ErrorKind
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf is err's kind (ErrInternal for errors the engine did not type).
+func KindOf(err error) ErrorKind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return ErrInternal
+}
+
+func badInput(err error) error { return &Error{Kind: ErrBadInput, Err: err} }
+
+func badInputf(format string, a ...any) error {
+	return &Error{Kind: ErrBadInput, Err: fmt.Errorf(format, a...)}
+}
+
+// contextError types the end of ctx: a timeout or a cancellation.
+func contextError(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &Error{Kind: ErrTimeout, Err: errors.New("timeout reached")}
+	}
+	return &Error{Kind: ErrCancelled, Err: errors.New("cancelled")}
+}

@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/react"
+)
+
+// Job is one query (and, for a saved plan, its plan) to run on a Runtime.
+type Job struct {
+	ID    string // run id in events and the result ("": a fresh one)
+	Query string
+	// PlanName and PlanData are a saved plan's JSONL (tact exec); errors
+	// name PlanName:LINE.
+	PlanName string
+	PlanData []byte
+	// Events receives this job's events besides the Runtime's sinks.
+	Events react.Sink
+}
+
+// Plan makes a plan for job.Query and returns it with the planning call's
+// usage. The events are run_start, planning, plan and termination.
+func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage llm.Usage, err error) {
+	l := rt.newLife(job)
+	defer func() { l.finish(err, usage) }()
+	l.start(job.Query)
+	if rt.S.NoPlan {
+		return nil, usage, badInputf("tact plan: --no-plan makes no sense here")
+	}
+	if rt.noModel != nil {
+		return nil, usage, rt.needModel("planning", ", --script, or run a saved plan with `tact exec`")
+	}
+	ctx, cancel := rt.withTimeout(ctx)
+	defer cancel()
+	plan, usage, err = rt.makePlan(ctx, l, job.Query)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, usage, contextError(ctx)
+		}
+		return nil, usage, err
+	}
+	l.emit(react.EventPlan, map[string]any{"plan": plan.Rows(), "source": plan.Source, "token_usage": usage})
+	return plan, usage, nil
+}
+
+// Run runs job: its saved plan, or a plan made for the query (unless
+// --no-plan), with the ReAct executor. Every outcome of the run itself is
+// a termination reason in the Result; the error is set only when the run
+// could not start (bad input, no model, a window too small, a planning
+// failure) and is typed (KindOf).
+func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err error) {
+	l := rt.newLife(job)
+	var planUsage llm.Usage
+	defer func() {
+		if err != nil {
+			l.finish(err, planUsage)
+		}
+	}()
+	query := job.Query
+	var plan *planner.Plan
+	if job.PlanData != nil {
+		plan, err = planner.Parse(bytes.NewReader(job.PlanData), job.PlanName, rt.Registry)
+		if err != nil {
+			l.start(query)
+			return nil, badInput(err)
+		}
+		if query == "" {
+			query = plan.Query()
+		}
+		if query == "" {
+			query = "Carry out the plan."
+		}
+	}
+	l.start(query)
+	if rt.noModel != nil {
+		if rt.S.NoPlan {
+			return nil, rt.needModel("--no-plan", " or --script; every action comes from the model")
+		}
+		if plan == nil {
+			return nil, rt.needModel("planning", ", --script, or run a saved plan with `tact exec`")
+		}
+		if err := rt.fillNeedsModel(plan); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := rt.withTimeout(ctx)
+	defer cancel()
+	if plan == nil && !rt.S.NoPlan {
+		p, usage, err := rt.makePlan(ctx, l, query)
+		planUsage = usage
+		switch {
+		case err == nil:
+			plan = p
+		case ctx.Err() != nil:
+			// The executor ends the run: it reports the timeout or the
+			// cancellation like any other (result, trace event, message).
+		case isInvalidPlan(err):
+			// A bad plan is recorded, not fatal: the run goes on as free ReAct.
+			slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
+			l.emit(react.EventPlanInvalid, map[string]any{"error": err.Error()})
+		default:
+			return nil, err
+		}
+	}
+	ex := rt.executor(l, plan, planUsage)
+	if err := ex.CheckContext(query, plan); err != nil {
+		return nil, rt.contextTooSmall(err)
+	}
+	res = ex.RunWithID(ctx, l.id, query, plan)
+	return res, nil
+}
+
+// executor is a run's executor over the runtime's shared parts.
+func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react.Executor {
+	s := rt.S
+	ex := &react.Executor{
+		Options: react.Options{
+			NoPlan: s.NoPlan || plan == nil, MaxIterations: s.MaxIterations, RetryBuffer: s.RetryBuffer,
+			ReplanThreshold: s.ReplanThreshold, AllowTools: s.AllowTools, ThoughtPrompt: s.ThoughtPrompt,
+			RequireThought: s.RequireThought, MinThoughtLength: s.MinThoughtLength,
+			SuccessPhrases: s.SuccessPhrases, FailurePhrases: s.FailurePhrases, StallThreshold: s.StallThreshold,
+			MaxObservationTokens: s.MaxObservationTokens, TokenBudget: s.TokenBudget, StopWhen: s.StopWhen,
+			DryRun: s.DryRun, ContextSize: s.CtxSize, CompactAt: float64(s.CompactAt), KeepSteps: s.KeepSteps,
+		},
+		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: rt.gate, Events: l.sink, Redact: rt.Redactor.Redact,
+		Sampling: Sampling(s), MaxTokens: s.MaxTokens, Log: slog.Default(), SpentUsage: spent,
+	}
+	if rt.noModel == nil {
+		ex.Planner = rt.planner
+	}
+	return ex
+}
+
+func (rt *Runtime) makePlan(ctx context.Context, l *life, query string) (*planner.Plan, llm.Usage, error) {
+	l.emit(react.EventPlanning, map[string]any{"query": query, "tools": rt.planner.Tools})
+	p, usage, err := rt.planner.Plan(ctx, query, nil, nil)
+	if err != nil {
+		var small *llm.ContextTooSmallError
+		if errors.As(err, &small) {
+			return nil, usage, rt.contextTooSmall(err)
+		}
+		if !isInvalidPlan(err) && ctx.Err() == nil {
+			err = fmt.Errorf("planning: %w", err)
+		}
+	}
+	return p, usage, err
+}
+
+func (rt *Runtime) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if rt.S.Timeout > 0 {
+		return context.WithTimeout(ctx, rt.S.Timeout)
+	}
+	return ctx, func() {}
+}
+
+// needModel is the error of a job that needs a model when none is
+// configured, saying how to get one.
+func (rt *Runtime) needModel(what, alternative string) error {
+	msg := what + " needs a model: " + NoModelHint() + "; or give --model PATH (or TACT_MODEL)" + alternative
+	if rt.noModel.Why != "" {
+		msg += "; " + rt.noModel.Why
+	}
+	return &Error{Kind: ErrNeedsModel, Err: errors.New(msg)}
+}
+
+// fillNeedsModel refuses a saved plan with "" arguments when there is no
+// model to fill them, naming the plan line.
+func (rt *Runtime) fillNeedsModel(plan *planner.Plan) error {
+	for _, st := range plan.Steps {
+		for k, v := range st.Args {
+			if kind, _ := planner.ClassifyArg(v); kind == planner.ArgFill {
+				msg := fmt.Sprintf("%s:%d: argument %q is \"\" (fill from context), which needs a model: %s; or give --model PATH or --script, or fix the value", plan.Source, st.Line, k, NoModelHint())
+				if rt.noModel.Why != "" {
+					msg += "; " + rt.noModel.Why
+				}
+				return &Error{Kind: ErrNeedsModel, Err: errors.New(msg)}
+			}
+		}
+	}
+	return nil
+}
+
+// contextTooSmall names the tokens needed and the setting to raise.
+func (rt *Runtime) contextTooSmall(err error) error {
+	var small *llm.ContextTooSmallError
+	if !errors.As(err, &small) {
+		return err
+	}
+	setting := "--ctx-size"
+	if name := rt.opts.SettingName("CtxSize"); bytes.ContainsRune([]byte(name), '=') {
+		setting = config.Var("CtxSize") + " (--ctx-size)" // the value came from the variable
+	}
+	return &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf("%v; raise %s to at least %d (or lower --max-tokens)", small, setting, small.Need())}
+}
+
+func isInvalidPlan(err error) bool {
+	var inv *planner.InvalidReplyError
+	return errors.As(err, &inv)
+}
+
+// life makes every job's events start with run_start and end with one
+// termination event, whatever way the job ends: the executor writes its
+// own; for plans and for errors before the executor ran, finish writes it.
+type life struct {
+	rt      *Runtime
+	id      string
+	sink    react.Sink
+	started bool
+}
+
+func (rt *Runtime) newLife(job Job) *life {
+	id := job.ID
+	if id == "" {
+		id = react.NewRunID()
+	}
+	return &life{rt: rt, id: id, sink: react.Sinks{rt.events, job.Events}}
+}
+
+func (l *life) emit(event string, fields map[string]any) {
+	l.sink.Handle(react.Event{RunID: l.id, Type: event, Time: time.Now(), Fields: fields})
+}
+
+func (l *life) start(query string) {
+	if l.started {
+		return
+	}
+	l.started = true
+	fields := map[string]any{"query": l.rt.Redactor.Redact(query), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"], "sandbox": l.rt.Env.SandboxInfo()}
+	l.emit(react.EventRunStart, fields)
+}
+
+// finish writes the termination event of a job the executor did not end.
+func (l *life) finish(err error, usage llm.Usage) {
+	l.start("")
+	reason, code := react.ReasonSuccess, 0
+	f := map[string]any{"token_usage": usage}
+	if err != nil {
+		reason, code = react.ReasonError, ExitCode(err)
+		switch KindOf(err) {
+		case ErrTimeout:
+			reason = react.ReasonTimeout
+		case ErrCancelled:
+			reason = react.ReasonCancelled
+		}
+		f["message"] = l.rt.Redactor.Redact(err.Error())
+	}
+	f["reason"], f["exit_code"], f["success"] = reason, code, err == nil
+	l.emit(react.EventTermination, f)
+}

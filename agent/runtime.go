@@ -1,0 +1,241 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/buildinfo"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/mcp"
+	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/schema"
+)
+
+// Options are what a front end adds to the settings when it opens a Runtime.
+type Options struct {
+	// Mode names the command in trace events ("run", "plan", "exec", "batch").
+	Mode string
+	// SettingName names a setting in messages: its flag, or its variable
+	// when the value came from the environment (nil: the flag).
+	SettingName func(field string) string
+	// Prompter asks a person to approve write/exec actions (nil: unattended,
+	// such actions run only when --yes or a policy rule allows them).
+	Prompter exec.Prompter
+	// Events receives every run's events besides the trace file (the
+	// progress line, a dry-run listing).
+	Events react.Sink
+	// MCPServers, when not nil, starts only these MCP servers (a saved
+	// plan's); nil starts every configured one.
+	MCPServers []string
+}
+
+// Runtime is everything jobs share: opened once, safe for concurrent jobs.
+type Runtime struct {
+	S        *config.Settings
+	Backend  llm.Backend
+	Info     map[string]any // backend and model, for plan headers and traces
+	Registry *exec.Registry
+	Redactor *exec.Redactor
+	Env      *exec.Env
+
+	opts      Options
+	trace     *react.TraceWriter
+	traceFile *os.File
+	events    react.Sink // trace file and the caller's sinks
+	gate      exec.Gate
+	planner   *planner.Planner
+	noModel   *llm.None
+	mcp       *mcp.Manager
+	closers   []io.Closer
+}
+
+// Open checks the settings, opens the trace file, the workspace, the
+// policy, the MCP servers and the model backend. Every error is typed
+// (KindOf). A trace opened before an error ends with a termination event.
+func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, err error) {
+	rt = &Runtime{S: s, opts: opts}
+	if opts.SettingName == nil {
+		rt.opts.SettingName = func(field string) string { return "--" + config.Flag(field) }
+	}
+	defer func() {
+		if err != nil {
+			rt.openFailed(err)
+			rt.Close()
+			rt = nil
+		}
+	}()
+	if err := validate(s); err != nil {
+		return rt, badInput(err)
+	}
+	// The MCP servers file is read first: its ${VAR} header and env values
+	// are secrets the redactor must know.
+	mcpConfig, err := mcp.Load(mcpPath(s))
+	if err != nil {
+		return rt, badInput(err)
+	}
+	// --env values are secrets too when their names say so.
+	if rt.Redactor, err = exec.NewRedactor(append(append(os.Environ(), s.Env...), mcpConfig.SecretEnviron()...), s.Redact); err != nil {
+		return rt, badInputf("--redact: %v", err)
+	}
+	// The trace is opened next: from here on every way out, bad input
+	// included, ends it with a termination event.
+	if s.Trace != "" {
+		f, err := os.OpenFile(s.Trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return rt, badInputf("--trace: %v", err)
+		}
+		rt.traceFile = f
+		rt.trace = react.NewTraceWriter(f, func(line string) string { return string(rt.Redactor.RedactJSON([]byte(line))) })
+	}
+	rt.events = react.Sinks{rt.trace, opts.Events}
+	if rt.Env, err = exec.NewEnv(s.Workspace); err != nil {
+		return rt, badInputf("--workspace: %v", err)
+	}
+	rt.Env.ToolTimeout = s.ToolTimeout
+	rt.Env.ExtraEnv = s.Env
+	rt.Env.Sandbox, _ = exec.ParseSandboxMode(s.Sandbox) // checked by validate
+	rt.Env.NoNetwork = s.NoNetwork
+	rt.Env.Redactor = rt.Redactor // tools cut output only where no secret is split
+	// The policy file is read before any model call: a bad one fails fast.
+	policy, err := exec.LoadPolicy(s.PolicyPath())
+	if err != nil {
+		return rt, badInput(err)
+	}
+	rt.Registry = exec.DefaultRegistry()
+	if len(mcpConfig.Servers) > 0 {
+		rt.mcp = mcp.Start(ctx, mcpConfig, opts.MCPServers, mcp.Options{ClientVersion: buildinfo.Version, Log: slog.Default()})
+		rt.Registry = rt.mcp.Registry(rt.Registry)
+	}
+	for _, t := range s.AllowTools {
+		if _, ok := rt.Registry.Get(t); !ok {
+			return rt, badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(rt.Registry.Names(), ", "))
+		}
+	}
+	if rt.Backend, rt.Info, err = openBackend(ctx, s, rt.opts.SettingName); err != nil {
+		return rt, err
+	}
+	if none, ok := rt.Backend.(llm.None); ok {
+		rt.noModel = &none
+	}
+	rt.gate = exec.NewGate(exec.GateOptions{Policy: policy, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
+		DryRun: s.DryRun, Prompter: opts.Prompter, Redactor: rt.Redactor, Log: slog.Default()})
+	plannerTools := s.AllowTools
+	if len(plannerTools) == 0 {
+		plannerTools = rt.Registry.Names()
+	}
+	rt.planner = &planner.Planner{Backend: react.RedactingBackend(rt.Backend, rt.Redactor.Redact), Registry: rt.Registry,
+		Tools: plannerTools, Thought: schema.ThoughtOptions{Required: s.RequireThought, MinLength: s.MinThoughtLength},
+		Sampling: Sampling(s), MaxTokens: planMaxTokens(s), MaxSteps: MaxPlanSteps, Info: rt.Info,
+		ContextSize: s.CtxSize, MinReplyTokens: s.MaxTokens}
+	return rt, nil
+}
+
+func mcpPath(s *config.Settings) (string, bool, func(string) (string, bool)) {
+	path, explicit := s.MCPConfigPath()
+	return path, explicit, os.LookupEnv
+}
+
+// openFailed ends a trace opened before Open failed with one run_start and
+// one termination event, as the contract asks of every trace tact opens.
+func (rt *Runtime) openFailed(err error) {
+	if rt.trace == nil {
+		return
+	}
+	rt.trace.Emit(react.EventRunStart, map[string]any{"mode": rt.opts.Mode})
+	rt.trace.Emit(react.EventTermination, map[string]any{"reason": react.ReasonError, "exit_code": ExitCode(err),
+		"success": false, "message": err.Error(), "token_usage": llm.Usage{}})
+}
+
+// Close ends the MCP servers, the backend and the trace. Safe on a
+// partly opened Runtime and more than once.
+func (rt *Runtime) Close() error {
+	if rt == nil {
+		return nil
+	}
+	var errs []error
+	if rt.mcp != nil {
+		rt.mcp.Close()
+		rt.mcp = nil
+	}
+	if rt.Backend != nil {
+		errs = append(errs, rt.Backend.Close())
+		rt.Backend = nil
+	}
+	if rt.trace != nil {
+		if err := rt.trace.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("trace file: %w", err))
+		}
+	}
+	if rt.traceFile != nil {
+		errs = append(errs, rt.traceFile.Close())
+		rt.traceFile = nil
+	}
+	return errors.Join(errs...)
+}
+
+// HasModel reports whether jobs can call a model.
+func (rt *Runtime) HasModel() bool { return rt.noModel == nil }
+
+// Sampling maps the validated settings to the backend's sampling: for the
+// backend a zero field means "its default", so the CLI's 0 ("off") for
+// --top-k and --min-p becomes the backend's negative "off".
+func Sampling(s *config.Settings) llm.Sampling {
+	sm := llm.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, Seed: s.Seed}
+	if sm.TopK == 0 {
+		sm.TopK = -1
+	}
+	if sm.MinP == 0 {
+		sm.MinP = -1
+	}
+	return sm
+}
+
+// MaxPlanSteps bounds plans in the planner's schema (and so its grammar): a
+// small local model is better at short plans, and replans can extend them.
+const MaxPlanSteps = 12
+
+// planMaxTokens gives the planner room for several steps.
+func planMaxTokens(s *config.Settings) int {
+	if s.MaxTokens <= 0 {
+		return 0
+	}
+	return s.MaxTokens * 4
+}
+
+// validate checks what config cannot: the sandbox mode, --stop-when must
+// compile, and --threads is capped at the CPUs present (with a warning).
+func validate(s *config.Settings) error {
+	if _, err := exec.ParseSandboxMode(s.Sandbox); err != nil {
+		return fmt.Errorf("--sandbox: %v", err)
+	}
+	if s.StopWhen != "" {
+		if _, err := react.CompileJQ(s.StopWhen); err != nil {
+			return fmt.Errorf("--stop-when: %v", err)
+		}
+	}
+	if w := s.CapThreads(); w != "" {
+		slog.Warn(w)
+	}
+	return nil
+}
+
+// ExitCode is the process exit code tact documents for an engine error.
+func ExitCode(err error) int {
+	switch KindOf(err) {
+	case ErrBadInput, ErrNeedsModel, ErrContextTooSmall:
+		return 2
+	case ErrTimeout:
+		return react.ReasonTimeout.ExitCode()
+	case ErrCancelled:
+		return react.ReasonCancelled.ExitCode()
+	}
+	return 1
+}

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/tactcli/tact/react"
 )
 
 // ErrorKind classifies the errors of Open, Plan and Run, so a command maps
@@ -28,6 +30,7 @@ const (
 type Error struct {
 	Kind ErrorKind
 	Err  error
+	code int // exit code the cancellation's cause asked for (143 for SIGTERM); 0: the kind's
 }
 
 func (e *Error) Error() string { return e.Err.Error() }
@@ -53,5 +56,10 @@ func contextError(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &Error{Kind: ErrTimeout, Err: errors.New("timeout reached")}
 	}
-	return &Error{Kind: ErrCancelled, Err: errors.New("cancelled")}
+	e := &Error{Kind: ErrCancelled, Err: errors.New("cancelled")}
+	var coder react.ExitCoder
+	if errors.As(context.Cause(ctx), &coder) {
+		e.code = coder.ExitCode()
+	}
+	return e
 }

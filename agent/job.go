@@ -105,7 +105,9 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		case isInvalidPlan(err):
 			// A bad plan is recorded, not fatal: the run goes on as free ReAct.
 			slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
-			l.emit(react.EventPlanInvalid, map[string]any{"error": err.Error()})
+			var inv *planner.InvalidReplyError
+			errors.As(err, &inv)
+			l.emit(react.EventPlanInvalid, map[string]any{"error": inv.Error()})
 		default:
 			return nil, err
 		}
@@ -147,7 +149,7 @@ func (rt *Runtime) makePlan(ctx context.Context, l *life, query string) (*planne
 		if errors.As(err, &small) {
 			return nil, usage, rt.contextTooSmall(err)
 		}
-		if !isInvalidPlan(err) && ctx.Err() == nil {
+		if ctx.Err() == nil {
 			err = fmt.Errorf("planning: %w", err)
 		}
 	}

@@ -35,6 +35,9 @@ type Options struct {
 	// MCPServers, when not nil, starts only these MCP servers (a saved
 	// plan's); nil starts every configured one.
 	MCPServers []string
+	// OnRedactor is called with the redactor as soon as the secrets are
+	// known, so a front end can redact its logs and messages from then on.
+	OnRedactor func(*exec.Redactor)
 }
 
 // Runtime is everything jobs share: opened once, safe for concurrent jobs.
@@ -84,6 +87,9 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	// --env values are secrets too when their names say so.
 	if rt.Redactor, err = exec.NewRedactor(append(append(os.Environ(), s.Env...), mcpConfig.SecretEnviron()...), s.Redact); err != nil {
 		return rt, badInputf("--redact: %v", err)
+	}
+	if opts.OnRedactor != nil {
+		opts.OnRedactor(rt.Redactor)
 	}
 	// The trace is opened next: from here on every way out, bad input
 	// included, ends it with a termination event.
@@ -229,6 +235,10 @@ func validate(s *config.Settings) error {
 
 // ExitCode is the process exit code tact documents for an engine error.
 func ExitCode(err error) int {
+	var e *Error
+	if errors.As(err, &e) && e.code != 0 {
+		return e.code
+	}
 	switch KindOf(err) {
 	case ErrBadInput, ErrNeedsModel, ErrContextTooSmall:
 		return 2

@@ -76,6 +76,7 @@ type Settings struct {
 	TopP        float32 `envconfig:"TACT_TOP_P" flag:"top-p" default:"0.95" desc:"top-p sampling, above 0 and at most 1 (1: off)"`
 	MinP        float32 `envconfig:"TACT_MIN_P" flag:"min-p" default:"0.05" desc:"min-p sampling, 0 to 1 (0: off)"`
 	Seed        int     `envconfig:"TACT_SEED" flag:"seed" default:"-1" desc:"sampling seed, 0 to 4294967295 (-1: random); fix it for reproducible runs"`
+	Parallel    int     `envconfig:"TACT_PARALLEL" flag:"parallel" default:"1" desc:"queries tact batch runs at once on one loaded model, each in its own sequence of the context (1 to 64)"`
 	MaxTokens   int     `envconfig:"TACT_MAX_TOKENS" flag:"max-tokens" default:"512" desc:"tokens a single model reply may generate (0: until the context is full)"`
 
 	// Safety.
@@ -98,6 +99,7 @@ const (
 	MaxBatchSize   = 65536
 	MaxCtxSize     = 1 << 24 // far beyond any model; the real bound is memory (checked when the model loads)
 	MaxSeed        = math.MaxUint32
+	MaxParallel    = 64
 )
 
 // Origin remembers where settings came from: the raw value of every variable
@@ -397,6 +399,8 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		return atLeast(s.MaxObservationTokens, 1)
 	case "TokenBudget":
 		return atLeast(s.TokenBudget, 0)
+	case "Parallel":
+		return between(s.Parallel, 1, MaxParallel)
 	case "KeepSteps":
 		return atLeast(s.KeepSteps, 1)
 	case "CompactAt":

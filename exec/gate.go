@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/kballard/go-shellquote"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // Verdict decisions, as recorded in traces.
@@ -456,12 +458,4 @@ func shownArgs(args json.RawMessage) string {
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-func indent(s, prefix string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if l != "" {
-			lines[i] = prefix + l
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+func indent(s, prefix string) string { return text.Indent(s, prefix) }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // RegexpCutMargin bounds how far from a cut a --redact regexp match is
@@ -114,16 +116,7 @@ func (r *Redactor) containing(s string, at int) (lo, hi int, found bool) {
 
 // runeCutBefore moves i back to the start of the UTF-8 sequence it falls
 // in; in invalid UTF-8 (no start within UTFMax-1 bytes) it stays.
-func runeCutBefore(s string, i int) int {
-	j := i
-	for k := 0; k < utf8.UTFMax-1 && j > 0 && j < len(s) && !utf8.RuneStart(s[j]); k++ {
-		j--
-	}
-	if j == len(s) || utf8.RuneStart(s[j]) {
-		return j
-	}
-	return i
-}
+func runeCutBefore(s string, i int) int { return text.RuneStart(s, i) }
 
 // runeCutAfter moves i forward past the UTF-8 sequence it falls in.
 func runeCutAfter(s string, i int) int {

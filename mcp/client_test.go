@@ -138,7 +138,7 @@ func TestStdioServer(t *testing.T) {
 		{"t.add", `{"a":2,"b":40}`, "42", ""},
 		{"t.whoami", `{}`, "client: tact 9.9.9; authorization: none", ""},
 		{"t.fail", `{}`, "something broke", "t.fail reported an error"},
-		{"t.media", `{}`, "here:\n[image: image/png, 2.0 KiB]\n[audio: audio/wav, 10 bytes]\n[resource link: file:///tmp/a.txt, text/plain, 42 bytes, a.txt]\n[resource: mem://b, text/plain, 5 bytes]", ""},
+		{"t.media", `{}`, "here:\n[image: image/png, 2 KiB]\n[audio: audio/wav, 10 bytes]\n[resource link: file:///tmp/a.txt, text/plain, 42 bytes, a.txt]\n[resource: mem://b, text/plain, 5 bytes]", ""},
 		{"t.code", `{"code":"ABC"}`, "code ABC", ""},
 		{"t.code", `{"code":"abc"}`, "", "arguments for t.code: at /code: "},
 		{"t.echo", `[1]`, "", "arguments for t.echo: want a JSON object"},

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/schema"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // Tool is one MCP server tool offered as an exec.Tool named SERVER.TOOL.
@@ -141,16 +142,7 @@ func orUnknown(s string) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func size(n int64) string {
-	switch {
-	case n < 1024:
-		return fmt.Sprintf("%d bytes", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
-	default:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-}
+func size(n int64) string { return text.BinarySize(uint64(max(n, 0))) }
 
 // ClassOf is a tool's side-effect class: "classes" in the config wins;
 // else readOnlyHint is read, an explicit destructiveHint write, anything
@@ -228,11 +220,7 @@ func capText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return s[:text.RuneStart(s, n)] + "…"
 }
 
 // grammarKeywords are the JSON Schema keywords the llama.cpp grammar

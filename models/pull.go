@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // Pull errors callers may want to tell apart.
@@ -714,19 +716,4 @@ func newBar(w io.Writer, total int64, name string) *progressbar.ProgressBar {
 }
 
 // byteSize formats n bytes for people: 512B, 1.5KB, 248MB, 4.1GB.
-func byteSize(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%dB", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	v := float64(n) / float64(div)
-	if v < 10 {
-		return fmt.Sprintf("%.1f%cB", v, "KMGTPE"[exp])
-	}
-	return fmt.Sprintf("%.0f%cB", v, "KMGTPE"[exp])
-}
+func byteSize(n int64) string { return text.DecimalSize(n) }

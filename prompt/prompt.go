@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 //go:embed templates/*.tmpl
@@ -135,13 +137,4 @@ func Render(name string, data any) string {
 	return strings.TrimSpace(b.String())
 }
 
-func indentLines(n int, s string) string {
-	pad := strings.Repeat(" ", n)
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if l != "" {
-			lines[i] = pad + l
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+func indentLines(n int, s string) string { return text.Indent(s, strings.Repeat(" ", n)) }

@@ -19,6 +19,8 @@ import (
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
 	"github.com/tactcli/tact/schema"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // Options are the PRD's tunables (see config.Settings for defaults).
@@ -1123,12 +1125,7 @@ func (r *run) summary() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
+func firstLine(s string) string { return text.FirstLine(s) }
 
 // truncate cuts text to about MaxObservationTokens tokens (4 bytes a token),
 // keeping head and tail and saying how much was cut.

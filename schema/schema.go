@@ -6,6 +6,7 @@ package schema
 
 import (
 	"bytes"
+	"container/list"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -26,18 +27,26 @@ type Validator struct {
 	s   *jsonschema.Schema
 }
 
+// cacheSize bounds the compiled schemas kept: tools' and replies' schemas
+// are few, but MCP servers bring their own and a long-running server sees
+// many; the least recently used one goes first.
+const cacheSize = 512
+
 var (
-	cacheMu sync.Mutex
-	cache   = map[string]*Validator{}
+	cacheMu  sync.Mutex
+	cache    = map[string]*list.Element{} // schema text -> element of cacheLRU holding its *Validator
+	cacheLRU = list.New()                 // most recently used first
 )
 
-// Compile compiles raw; identical schemas are compiled once per process.
+// Compile compiles raw; identical schemas are compiled once while they
+// stay among the cacheSize most recently used.
 func Compile(raw json.RawMessage) (*Validator, error) {
 	key := string(raw)
 	cacheMu.Lock()
 	defer cacheMu.Unlock()
-	if v, ok := cache[key]; ok {
-		return v, nil
+	if el, ok := cache[key]; ok {
+		cacheLRU.MoveToFront(el)
+		return el.Value.(*Validator), nil
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -54,7 +63,12 @@ func Compile(raw json.RawMessage) (*Validator, error) {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	v := &Validator{raw: raw, s: s}
-	cache[key] = v
+	cache[key] = cacheLRU.PushFront(v)
+	if cacheLRU.Len() > cacheSize {
+		oldest := cacheLRU.Back()
+		cacheLRU.Remove(oldest)
+		delete(cache, string(oldest.Value.(*Validator).raw))
+	}
 	return v, nil
 }
 

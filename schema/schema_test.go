@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,28 @@ func TestOneLineNamesTheIntendedBranch(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s:\n got %v\nwant %s", tc.in, err, tc.want)
 		}
+	}
+}
+
+// The compiled-schema cache is bounded: many distinct schemas (MCP tools, a
+// long-running server) keep at most cacheSize, and the newest stay cached.
+func TestCompileCacheIsBounded(t *testing.T) {
+	var last *Validator
+	for i := range cacheSize + 50 {
+		v, err := Compile(json.RawMessage(fmt.Sprintf(`{"type":"string","maxLength":%d}`, i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = v
+	}
+	cacheMu.Lock()
+	n, m := cacheLRU.Len(), len(cache)
+	cacheMu.Unlock()
+	if n != cacheSize || m != cacheSize {
+		t.Fatalf("cache holds %d/%d, want %d", n, m, cacheSize)
+	}
+	again, _ := Compile(json.RawMessage(fmt.Sprintf(`{"type":"string","maxLength":%d}`, cacheSize+50)))
+	if again != last {
+		t.Fatal("the newest schema was not cached")
 	}
 }

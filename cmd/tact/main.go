@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/text"
 	"golang.org/x/term"
 )
 
@@ -41,7 +42,7 @@ func systemStreams() *iostreams {
 // conventional code for the signal received (130 or 143), or 0.
 func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 	// The cause carries the signal, so a run can write 143 for SIGTERM in
-	// its termination event (signalExitCode).
+	// its termination event (react.ExitCoder).
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
@@ -99,15 +100,6 @@ func (e *signalError) Error() string { return "received " + e.sig.String() }
 // ExitCode makes the executor report the signal's code (react.ExitCoder).
 func (e *signalError) ExitCode() int { return e.code }
 
-// signalExitCode is the exit code of the signal that cancelled ctx, or 0.
-func signalExitCode(ctx context.Context) int {
-	var se *signalError
-	if errors.As(context.Cause(ctx), &se) {
-		return se.code
-	}
-	return 0
-}
-
 func tactMain() int {
 	ctx, sigCode, stop := signalContext()
 	defer stop()
@@ -142,9 +134,4 @@ func tactMain() int {
 // errSilent wraps exits whose message was already printed.
 var errSilent = errors.New("")
 
-func firstLineOf(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
+func firstLineOf(s string) string { return text.FirstLine(s) }

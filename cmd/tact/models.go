@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/models"
 )
 
@@ -181,7 +182,7 @@ func writeDetails(w io.Writer, d modelDetails) error {
 		_, err := fmt.Fprintln(w, "chat template: (none)")
 		return err
 	}
-	_, err := fmt.Fprintf(w, "chat template:\n%s\n", indentLines(strings.TrimRight(d.ChatTemplate, "\n"), "  "))
+	_, err := fmt.Fprintf(w, "chat template:\n%s\n", text.Indent(strings.TrimRight(d.ChatTemplate, "\n"), "  "))
 	return err
 }
 
@@ -395,18 +396,7 @@ func fmtScaled(v float64, unit string) string {
 }
 
 // fmtFileSize formats a file size in decimal units: 512B, 1.5KB, 260MB, 4.1GB.
-func fmtFileSize(n int64) string {
-	switch {
-	case n < 1_000:
-		return strconv.FormatInt(n, 10) + "B"
-	case n < 1_000_000:
-		return fmtScaled(float64(n)/1e3, "KB")
-	case n < 1_000_000_000:
-		return fmtScaled(float64(n)/1e6, "MB")
-	default:
-		return fmtScaled(float64(n)/1e9, "GB")
-	}
-}
+func fmtFileSize(n int64) string { return text.DecimalSize(n) }
 
 func fmtCount(n uint64) string {
 	if n == 0 {
@@ -420,8 +410,4 @@ func dashIfEmpty(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func indentLines(s, prefix string) string {
-	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }

@@ -51,6 +51,7 @@ func newRootCmd(streams *iostreams) (*cobra.Command, error) {
 		newRunCmd(s, origin, streams, modeRun),
 		newRunCmd(s, origin, streams, modePlan),
 		newRunCmd(s, origin, streams, modeExec),
+		newBatchCmd(s, origin, streams),
 		newToolsCmd(s, streams),
 		newMCPCmd(s, streams),
 		newModelsCmd(s),
@@ -137,10 +138,13 @@ func markUsageErrors(c *cobra.Command) {
 func addRunFlags(f *pflag.FlagSet, s *config.Settings, mode runMode) {
 	f.StringVar(&s.Workspace, "workspace", s.Workspace, "directory tools work in; they never leave it")
 	f.StringVar(&s.Trace, "trace", s.Trace, "append JSONL trace events to `FILE`")
-	if mode == modePlan {
+	switch mode {
+	case modePlan:
 		f.BoolVar(&s.JSON, "json", s.JSON, "print the plan as one JSON object {plan: [rows], token_usage}")
 		f.StringSliceVar(&s.AllowTools, "allow-tools", s.AllowTools, "tools the planner may use, comma-separated (default: all)")
-	} else {
+	case modeBatch:
+		f.StringSliceVar(&s.AllowTools, "allow-tools", s.AllowTools, "tools the runs may use, comma-separated (default: each plan's tools)")
+	default:
 		f.BoolVar(&s.JSON, "json", s.JSON, "print one JSON result object")
 		f.StringSliceVar(&s.AllowTools, "allow-tools", s.AllowTools, "tools the run may use, comma-separated (default: the plan's tools)")
 	}
@@ -167,7 +171,9 @@ func addRunFlags(f *pflag.FlagSet, s *config.Settings, mode runMode) {
 	if mode == modePlan {
 		return
 	}
-	f.StringVar(&s.Query, "query", s.Query, "the query, for plans without a header")
+	if mode != modeBatch {
+		f.StringVar(&s.Query, "query", s.Query, "the query, for plans without a header")
+	}
 	f.BoolVar(&s.NoPlan, "no-plan", s.NoPlan, "free ReAct: no planner")
 	f.IntVar(&s.MaxIterations, "max-iterations", s.MaxIterations, "action budget in --no-plan mode")
 	f.IntVar(&s.RetryBuffer, "retry-buffer", s.RetryBuffer, "extra attempts beyond the plan's steps")

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 )
 
@@ -34,11 +35,11 @@ func TestRunFlagsHaveSettingTags(t *testing.T) {
 // field as "its default" and a negative one as off.
 func TestSamplingOf(t *testing.T) {
 	s := config.Defaults()
-	if sm := samplingOf(s); sm.TopK != 40 || sm.MinP != 0.05 || sm.TopP != 0.95 || sm.Temperature != 0.2 || sm.Seed != -1 {
+	if sm := agent.Sampling(s); sm.TopK != 40 || sm.MinP != 0.05 || sm.TopP != 0.95 || sm.Temperature != 0.2 || sm.Seed != -1 {
 		t.Fatalf("defaults %+v", sm)
 	}
 	s.TopK, s.MinP = 0, 0
-	if sm := samplingOf(s); sm.TopK != -1 || sm.MinP != -1 {
+	if sm := agent.Sampling(s); sm.TopK != -1 || sm.MinP != -1 {
 		t.Fatalf("off %+v", sm)
 	}
 }

@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // Default bounds of one evaluation.
@@ -248,13 +250,7 @@ func (c *capped) outOfMemory() bool {
 		strings.Contains(s, "failed to create new OS thread")
 }
 
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
+func firstLine(s string) string { return text.FirstLine(strings.TrimSpace(s)) }
 
 func shortDuration(d time.Duration) string {
 	s := d.String()
@@ -267,12 +263,4 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
-}
+func sizeString(n int64) string { return text.BinarySize(uint64(max(n, 0))) }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/ollama/ollama/fs/ggml"
 	"github.com/tactcli/tact/models"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // Need is an estimate in bytes.
@@ -175,14 +177,4 @@ func cgroupRoom() (uint64, bool) {
 }
 
 // Size formats bytes for messages: "9.3 GiB", "262 MiB".
-func Size(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
-	case n >= 1<<20:
-		return strconv.FormatUint(n>>20, 10) + " MiB"
-	case n >= 1<<10:
-		return strconv.FormatUint(n>>10, 10) + " KiB"
-	}
-	return strconv.FormatUint(n, 10) + " bytes"
-}
+func Size(n uint64) string { return text.BinarySize(n) }

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"regexp"
@@ -17,8 +17,8 @@ func TestCtxSizeMustFitInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(f func() (uint64, error)) { availableMemory = f }(availableMemory)
-	availableMemory = func() (uint64, error) { return 256 << 20, nil }
+	defer func(f func() (uint64, error)) { AvailableMemory = f }(AvailableMemory)
+	AvailableMemory = func() (uint64, error) { return 256 << 20, nil }
 
 	s := config.Defaults()
 	s.CtxSize = 8192

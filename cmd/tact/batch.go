@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/react"
+	"golang.org/x/term"
+)
+
+// exitBatchFailed is tact batch's exit code when it ran every query it read
+// and at least one did not succeed (each result line says why).
+const exitBatchFailed = 9
+
+// batchOptions is the test seam of tact batch.
+type batchOptions struct {
+	S           *config.Settings
+	IO          *iostreams
+	Args        []string
+	Ordered     bool
+	SettingName func(field string) string
+}
+
+func newBatchCmd(s *config.Settings, origin *config.Origin, streams *iostreams) *cobra.Command {
+	o := &batchOptions{S: s, IO: streams}
+	cmd := &cobra.Command{
+		Use:   "batch [QUERIES|-]",
+		Short: "Run many queries on one loaded model; one JSON result a line",
+		Long: "Run every query of a file, or of standard input when none is given (or \"-\"): a\n" +
+			"JSONL object {\"id\": ..., \"query\": ...} (a missing id is the line number) or a\n" +
+			"plain text line each. Up to --parallel queries run at once on one runtime (the\n" +
+			"model is loaded once); every run is unattended. Each result is written when it\n" +
+			"finishes (--ordered: in input order) as the `run --json` object plus id, line and\n" +
+			"exit_code. Exit 0 when every query succeeded, 9 when some did not, 2 when the\n" +
+			"batch could not start, 130 or 143 on a signal.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Args = args
+			o.SettingName = func(field string) string {
+				f := c.Flag(config.Flag(field))
+				return origin.Name(field, f != nil && f.Changed)
+			}
+			return batchCommand(c.Context(), o)
+		},
+	}
+	addRunFlags(cmd.Flags(), s, modeBatch)
+	cmd.Flags().IntVar(&s.Parallel, "parallel", s.Parallel, "queries run at once, each in its own sequence of the model's context (1 to 64)")
+	cmd.Flags().BoolVar(&o.Ordered, "ordered", false, "write the results in input order instead of as they finish")
+	cmd.Annotations = map[string]string{annSettings: "flags"}
+	return cmd
+}
+
+func batchCommand(ctx context.Context, o *batchOptions) error {
+	s := o.S
+	name := "-"
+	var in io.Reader = o.IO.In
+	if len(o.Args) == 1 && o.Args[0] != "-" {
+		name = o.Args[0]
+		f, err := os.Open(name)
+		if err != nil {
+			return badInputf("queries: %v", err)
+		}
+		defer f.Close()
+		in = f
+	} else if f, ok := o.IO.In.(*os.File); ok && len(o.Args) == 0 && term.IsTerminal(int(f.Fd())) {
+		return badInputf("no queries: pass a file, or pipe them in (use - to type them on the terminal)")
+	}
+	if err := pullForRun(ctx, s, o.IO); err != nil {
+		return err
+	}
+	prog := newProgress(o.IO, s.Quiet)
+	defer prog.done()
+	// Every run is unattended: no prompter, whatever the terminal.
+	rt, err := agent.Open(ctx, s, agent.Options{Mode: "batch", SettingName: o.SettingName,
+		OnRedactor: func(red *exec.Redactor) { redactStderr(o.IO, red) }})
+	if err != nil {
+		return engineExit(err)
+	}
+	defer rt.Close()
+
+	out := bufio.NewWriter(o.IO.Out)
+	start := time.Now()
+	counts, err := rt.RunBatch(ctx, in, agent.BatchOptions{Name: name, Parallel: s.Parallel, Ordered: o.Ordered,
+		Progress: func(c agent.BatchCounts) {
+			perMin := float64(c.Done) / max(time.Since(start).Minutes(), 1e-9)
+			prog.update(fmt.Sprintf("batch: %d done, %d running, %d failed, %.1f queries/min", c.Done, c.Running, c.Failed, perMin))
+		}},
+		func(b agent.BatchResult) error {
+			line, err := batchLine(b, rt)
+			if err != nil {
+				return err
+			}
+			if _, err := out.Write(line); err != nil {
+				return err
+			}
+			// Each result reaches stdout as soon as it is known.
+			return out.Flush()
+		})
+	prog.done()
+	if err != nil {
+		return badInputf("%v", err)
+	}
+	if ctx.Err() != nil {
+		return contextExit(ctx)
+	}
+	if counts.Failed > 0 {
+		return &exitError{Code: exitBatchFailed, Err: errSilent}
+	}
+	return nil
+}
+
+// contextExit is the exit of a batch that ctx ended: 130 or 143 for a
+// signal, 7 for --timeout.
+func contextExit(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &exitError{Code: react.ReasonTimeout.ExitCode(), Err: errors.New("timeout reached")}
+	}
+	code := react.ReasonCancelled.ExitCode()
+	var coder react.ExitCoder
+	if errors.As(context.Cause(ctx), &coder) {
+		code = coder.ExitCode()
+	}
+	return &exitError{Code: code, Err: errors.New("interrupted; the results of the queries that ran are on stdout")}
+}
+
+// batchLine is one result line: the run --json object plus id, line and
+// exit_code; a line that did not run has success false, termination_reason
+// "error" and the message.
+func batchLine(b agent.BatchResult, rt *agent.Runtime) ([]byte, error) {
+	head := map[string]any{"id": b.Query.ID, "line": b.Query.Line}
+	var body any
+	if b.Result != nil {
+		head["exit_code"] = b.Result.ExitCode()
+		body = b.Result
+	} else {
+		head["exit_code"] = agent.ExitCode(b.Err)
+		body = map[string]any{"success": false, "termination_reason": react.ReasonError, "message": b.Err.Error()}
+	}
+	// id, line and exit_code first, then the run --json object's fields
+	// in their usual order.
+	h, err := encodeJSON(head)
+	if err != nil {
+		return nil, err
+	}
+	r, err := encodeJSON(body)
+	if err != nil {
+		return nil, err
+	}
+	line := append(append(h[:len(h)-1], ','), r[1:]...)
+	return append(rt.Redactor.RedactJSON(line), '\n'), nil
+}
+
+// encodeJSON is one JSON value without HTML escaping or newline.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

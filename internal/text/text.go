@@ -1,0 +1,78 @@
+// Package text holds the small string helpers tact's packages share: the
+// first line of a message, indentation, byte sizes for people, and cutting
+// at a rune boundary.
+package text
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// FirstLine is s up to its first newline.
+func FirstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Indent puts prefix before every non-empty line of s.
+func Indent(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// DecimalSize formats n bytes in decimal units, as download sizes are
+// given: 512B, 1.5KB, 248MB, 4.1GB.
+func DecimalSize(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(n) / float64(div)
+	if v < 10 {
+		return fmt.Sprintf("%.1f%cB", v, "KMGTPE"[exp])
+	}
+	return fmt.Sprintf("%.0f%cB", v, "KMGTPE"[exp])
+}
+
+// BinarySize formats n bytes in binary units, as memory and limits are
+// given: "10 bytes", "2 KiB", "262 MiB", "9.3 GiB" (KiB and MiB rounded down).
+func BinarySize(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
+	case n >= 1<<20:
+		return strconv.FormatUint(n>>20, 10) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatUint(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatUint(n, 10) + " bytes"
+}
+
+// RuneStart moves i back to the start of the UTF-8 sequence it falls in,
+// so s[:RuneStart(s, i)] never ends inside a rune. In invalid UTF-8 (no
+// start within UTFMax-1 bytes) i stays.
+func RuneStart(s string, i int) int {
+	i = min(max(i, 0), len(s))
+	j := i
+	for k := 0; k < utf8.UTFMax-1 && j > 0 && j < len(s) && !utf8.RuneStart(s[j]); k++ {
+		j--
+	}
+	if j == len(s) || utf8.RuneStart(s[j]) {
+		return j
+	}
+	return i
+}

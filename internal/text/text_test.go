@@ -1,0 +1,31 @@
+package text
+
+import "testing"
+
+func TestHelpers(t *testing.T) {
+	if FirstLine("a\nb") != "a" || FirstLine("ab") != "ab" || FirstLine("") != "" {
+		t.Error("FirstLine")
+	}
+	if got := Indent("a\n\nb", "  "); got != "  a\n\n  b" {
+		t.Errorf("Indent %q", got)
+	}
+	for n, want := range map[int64]string{0: "0B", 999: "999B", 1500: "1.5KB", 248_000_000: "248MB", 4_100_000_000: "4.1GB"} {
+		if got := DecimalSize(n); got != want {
+			t.Errorf("DecimalSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for n, want := range map[uint64]string{10: "10 bytes", 2048: "2 KiB", 262 << 20: "262 MiB", 10 << 30: "10.0 GiB"} {
+		if got := BinarySize(n); got != want {
+			t.Errorf("BinarySize(%d) = %q, want %q", n, got, want)
+		}
+	}
+	s := "aé€" // 1 + 2 + 3 bytes
+	for i, want := range []int{0, 1, 1, 3, 3, 3, 6} {
+		if got := RuneStart(s, i); got != want {
+			t.Errorf("RuneStart(%d) = %d, want %d", i, got, want)
+		}
+	}
+	if RuneStart("\x80\x80\x80\x80\x80", 4) != 4 || RuneStart("ab", 99) != 2 || RuneStart("ab", -1) != 0 {
+		t.Error("RuneStart edges")
+	}
+}

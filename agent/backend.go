@@ -95,7 +95,7 @@ func openLlama(ctx context.Context, s *config.Settings, modelPath string, settin
 	b, err := llamacpp.Load(ctx, llamacpp.Options{
 		ModelPath: modelPath, Threads: s.Threads, CtxSize: s.CtxSize, BatchSize: s.BatchSize,
 		GPULayers: s.GPULayers, FlashAttn: s.FlashAttn, KVCacheType: s.KVCacheType, Verbose: s.Verbose, LibDir: s.LibDir,
-		NoCPULock: !s.CPULock,
+		NoCPULock: !s.CPULock, Parallel: s.Parallel,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -135,7 +135,12 @@ func checkMemory(s *config.Settings, modelPath string, settingName func(field st
 			}
 		}
 	}
-	need := shape.Estimate(info.Size, ctx, cmp.Or(s.BatchSize, llamacpp.DefaultBatchSize), s.KVCacheType, s.FlashAttn)
+	// Each of --parallel sequences has its own window of ctx tokens.
+	parallel := max(s.Parallel, 1)
+	if parallel > 1 {
+		what += fmt.Sprintf(" for each of --parallel %d sequences", parallel)
+	}
+	need := shape.Estimate(info.Size, ctx*parallel, cmp.Or(s.BatchSize, llamacpp.DefaultBatchSize), s.KVCacheType, s.FlashAttn)
 	avail, err := AvailableMemory()
 	if err != nil {
 		slog.Debug("cannot tell the memory available; not checking --ctx-size", "err", err)

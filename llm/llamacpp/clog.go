@@ -128,3 +128,7 @@ func (f abortFlag) isSet() bool {
 func freeContext(lc *llama.Context, f abortFlag) {
 	C.tact_free(cContext(lc), f.p)
 }
+
+// FreeContext releases a context made with llama.NewContextWithModel (the
+// binding has no way to).
+func FreeContext(lc *llama.Context) { C.llama_free(cContext(lc)) }

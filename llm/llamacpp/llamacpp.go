@@ -48,6 +48,7 @@ const (
 	MaxAutoCtxSize   = 8192 // cap of the automatic context size
 	autoCtx          = -1
 	DefaultBatchSize = 512
+	MaxParallel      = 256 // llama.cpp's LLAMA_MAX_SEQ
 )
 
 // Sampling defaults for zero llm.Sampling fields (llama.cpp's own).
@@ -75,6 +76,9 @@ type Options struct {
 	// (internal/cpulock); CPULockDir overrides the lock's directory.
 	NoCPULock  bool
 	CPULockDir string
+	// Parallel is how many calls run at once, each in its own sequence
+	// with its own CtxSize window; 0 or 1: one at a time. See parallel.go.
+	Parallel int
 }
 
 // ErrContextFull is wrapped by errors about a prompt or reply that does not
@@ -82,10 +86,14 @@ type Options struct {
 // this package).
 var ErrContextFull = llm.ErrContextFull
 
-// Backend is a loaded model. It implements llm.Backend; calls are
-// serialized.
+// Backend is a loaded model. It implements llm.Backend. Calls may come
+// from many goroutines: with Parallel 1 they run one at a time, otherwise up
+// to Parallel at once (parallel.go).
 type Backend struct {
 	mu       sync.Mutex
+	serial   chan struct{} // Parallel 1: held by the running call
+	sched    *sched        // Parallel > 1: the scheduler; nil otherwise
+	unified  bool          // the KV cache is llama.cpp's unified one
 	opts     Options
 	info     *models.Info
 	format   models.Formatter
@@ -117,6 +125,8 @@ type Stats struct {
 	Calls           int
 	PromptEvaluated int           // prompt tokens decoded
 	PromptReused    int           // prompt tokens found in the KV cache
+	PromptCopied    int           // of those, copied from another sequence (Parallel > 1)
+	Decodes         int           // llama_decode calls (Parallel > 1)
 	Generated       int           // tokens generated
 	PromptTime      time.Duration // decoding prompts
 	GenTime         time.Duration // sampling and decoding generated tokens
@@ -233,14 +243,24 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.FlashAttn {
 		fa = ml.FlashAttentionAuto
 	}
-	lc, err := llama.NewContextWithModel(model, llama.NewContextParams(opts.CtxSize, opts.BatchSize, 1, opts.Threads, fa, opts.KVCacheType))
+	// Each sequence gets its own CtxSize window: Parallel windows in all.
+	params := llama.NewContextParams(opts.CtxSize*opts.Parallel, opts.BatchSize, opts.Parallel, opts.Threads, fa, opts.KVCacheType)
+	unified := false
+	if opts.Parallel > 1 {
+		if err := SetUnifiedKV(&params, true); err != nil {
+			slog.Warn("parallel sequences with a split KV cache: slower batches", "err", err)
+		} else {
+			unified = true
+		}
+	}
+	lc, err := llama.NewContextWithModel(model, params)
 	if err != nil {
 		llama.FreeModel(model)
 		why := "not enough memory?"
 		if opts.KVCacheType != "f16" {
 			why = "a quantized KV cache needs flash attention support and a head size divisible by 32"
 		}
-		return nil, fmt.Errorf("model %s: llama.cpp cannot create a context of %d tokens with a %s KV cache: %s (run with -v to see why)", opts.ModelPath, opts.CtxSize, opts.KVCacheType, why)
+		return nil, fmt.Errorf("model %s: llama.cpp cannot create a context of %d tokens with a %s KV cache: %s (run with -v to see why)", opts.ModelPath, opts.CtxSize*opts.Parallel, opts.KVCacheType, why)
 	}
 	batch, err := llama.NewBatch(opts.BatchSize, 1, 0)
 	if err != nil {
@@ -249,6 +269,8 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("model %s: %w", opts.ModelPath, err)
 	}
 	b := &Backend{
+		serial:   make(chan struct{}, 1),
+		unified:  unified,
 		opts:     opts,
 		info:     info,
 		format:   newFormatter(info),
@@ -275,6 +297,9 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		}
 	}
 	b.controls = controlTexts(model)
+	if opts.Parallel > 1 {
+		b.sched = newSched(b, opts.Parallel)
+	}
 	return b, nil
 }
 
@@ -290,6 +315,12 @@ func withDefaults(o Options) (Options, error) {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultBatchSize
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 1
+	}
+	if o.Parallel > MaxParallel {
+		return o, fmt.Errorf("parallel %d: at most %d sequences", o.Parallel, MaxParallel)
 	}
 	if o.CtxSize > 0 {
 		o.BatchSize = min(o.BatchSize, o.CtxSize)
@@ -334,8 +365,15 @@ func (b *Backend) Describe() string {
 	if b.cpu != nil {
 		lock = fmt.Sprintf("%s (%d slots)", b.cpu.Dir(), b.cpu.Slots())
 	}
-	return fmt.Sprintf("llama.cpp: %s (%s, %s, %s template) on %s; ctx %d, batch %d, kv cache %s, flash attention %s; cpu lock %s",
-		b.info.Name, b.info.Architecture, cmp.Or(b.info.Quantization, "?"), b.format.Name(), dev, o.CtxSize, o.BatchSize, o.KVCacheType, fa, lock)
+	par := ""
+	if o.Parallel > 1 {
+		par = fmt.Sprintf(" x %d sequences", o.Parallel)
+		if b.unified {
+			par += " (unified KV)"
+		}
+	}
+	return fmt.Sprintf("llama.cpp: %s (%s, %s, %s template) on %s; ctx %d%s, batch %d, kv cache %s, flash attention %s; cpu lock %s",
+		b.info.Name, b.info.Architecture, cmp.Or(b.info.Quantization, "?"), b.format.Name(), dev, o.CtxSize, par, o.BatchSize, o.KVCacheType, fa, lock)
 }
 
 // Tokenize returns the tokens of text as the model sees it in a prompt
@@ -372,11 +410,17 @@ func (b *Backend) CountText(text string) (int, error) {
 	return len(t), err
 }
 
-// ContextSize is the context window in tokens.
+// ContextSize is the context window of one call in tokens (each of the
+// Parallel sequences has one).
 func (b *Backend) ContextSize() int { return b.opts.CtxSize }
 
-// Reset empties the KV cache, so the next call evaluates its whole prompt.
+// Reset empties the KV cache, so the next call evaluates its whole prompt
+// (with Parallel > 1: the cache of every sequence no call is using).
 func (b *Backend) Reset() {
+	if b.sched != nil {
+		b.sched.reset()
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -389,11 +433,18 @@ func (b *Backend) Reset() {
 // Close frees the context and the model. The Backend is unusable afterwards.
 func (b *Backend) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		return nil
 	}
 	b.closed = true
+	b.mu.Unlock()
+	if b.sched != nil {
+		// Ends every call in flight; the scheduler takes b.mu to count them.
+		b.sched.close()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, e := range b.grammars {
 		if e.g != nil {
 			e.g.free()
@@ -411,7 +462,20 @@ var errClosed = errors.New("llama backend is closed")
 
 // Complete formats, tokenizes and answers req; see the package comment.
 // On cancellation it returns what was generated so far with ctx's error.
+// Calls beyond Parallel wait for a free sequence; ctx ends the wait.
 func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if b.sched != nil {
+		return b.completeParallel(ctx, req)
+	}
+	if err := ctx.Err(); err != nil {
+		return llm.Response{}, err
+	}
+	select {
+	case b.serial <- struct{}{}:
+		defer func() { <-b.serial }()
+	case <-ctx.Done():
+		return llm.Response{}, ctx.Err()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {

@@ -10,9 +10,11 @@
 //     without a JSON Schema);
 //   - N concurrent `tact run` processes (N = 2 and 4) against the same N one
 //     after another, with the CPU lock and, for N = 2, without it
-//     (concurrent.go).
+//     (concurrent.go);
+//   - parallel sequences (parallel.go): a bare-binding probe of N sequences
+//     decoded in one batch, and 16 concurrent calls at Parallel 1 to 16.
 //
-// -only backend or -only concurrency runs one part; -model picks another
+// -only backend, concurrency, longrun or parallel runs one part; -model picks another
 // model (say the tiny one, to check the mechanics quickly).
 //
 // Run it with `make bench` (the Makefile's cgo flags keep llama.cpp's build
@@ -34,10 +36,13 @@ import (
 	"github.com/ollama/ollama/llama"
 	"github.com/ollama/ollama/ml"
 
+	tactexec "github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/llm/llamacpp"
 	"github.com/tactcli/tact/models"
+	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/schema"
 )
 
 var (
@@ -51,7 +56,7 @@ var (
 	systemFlag      = flag.Int("system-tokens", 1500, "ReAct system prompt length")
 	verboseFlag     = flag.Bool("v", false, "show llama.cpp's logs")
 
-	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency or longrun")
+	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel or batch")
 	concurrentFlag    = flag.String("concurrent", "2,4", "counts of concurrent tact processes, comma-separated")
 	unlockedFlag      = flag.Bool("unlocked", true, "also run the smallest -concurrent count without the cpu lock")
 	unlockedLimitFlag = flag.Duration("unlocked-limit", 150*time.Second, "stop the concurrent runs without the cpu lock after this long")
@@ -63,17 +68,9 @@ const (
 	batchSize = 512
 )
 
-// actionSchema is shaped like tact's ReAct action schema.
-const actionSchema = `{"oneOf": [
- {"type": "object", "properties": {"thought": {"type": "string"}, "tool": {"const": "read_file"},
-   "args": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": false}},
-  "required": ["thought", "tool", "args"], "additionalProperties": false},
- {"type": "object", "properties": {"thought": {"type": "string"}, "tool": {"const": "run_command"},
-   "args": {"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}, "minItems": 1}}, "required": ["argv"], "additionalProperties": false}},
-  "required": ["thought", "tool", "args"], "additionalProperties": false},
- {"type": "object", "properties": {"thought": {"type": "string"}, "final_answer": {"type": "string"}},
-  "required": ["thought", "final_answer"], "additionalProperties": false}
-]}`
+// actionSchema is tact's own ReAct action schema over the built-in tools,
+// as the executor builds it (a hand-written copy would drift).
+var actionSchema = string(schema.Action(planner.SchemaTools(tactexec.DefaultRegistry().List()), schema.ThoughtOptions{Required: true, MinLength: 10}, false))
 
 func main() {
 	flag.Parse()
@@ -89,8 +86,8 @@ func progress(format string, a ...any) {
 }
 
 func run() error {
-	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" {
-		return fmt.Errorf("-only %q: want backend, concurrency or longrun", *onlyFlag)
+	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" && *onlyFlag != "parallel" && *onlyFlag != "batch" {
+		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel or batch", *onlyFlag)
 	}
 	path := *modelFlag
 	if path == "" {
@@ -122,6 +119,13 @@ func run() error {
 		}
 		reportConcurrency(rs)
 	}
+	if only("batch") {
+		rs, err := batchBench(path, *threadsFlag)
+		if err != nil {
+			return err
+		}
+		reportBatch(rs)
+	}
 	if only("longrun") {
 		progress("long run: %d steps with a 6144-token context", longRunSteps)
 		small, err := longRun(path, *threadsFlag, 6144)
@@ -134,6 +138,11 @@ func run() error {
 			return err
 		}
 		reportLongRun(small, large)
+	}
+	if only("parallel") {
+		if err := parallelBench(path, threads); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("\nLoad average %s before, %s after.\n", loadBefore, loadAvg())
 	return nil

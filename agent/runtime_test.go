@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/internal/synth"
+	"github.com/tactcli/tact/internal/testlock"
+	"github.com/tactcli/tact/react"
+)
+
+func TestMain(m *testing.M) {
+	// The tiny-model test loads llama.cpp: take turns with the other test
+	// binaries that do.
+	release := testlock.Hold()
+	code := m.Run()
+	release()
+	os.Exit(code)
+}
+
+const answerPlan = `{"kind":"plan","text":"{\"plan\":[{\"thought\":\"answer right away\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"done\"}}]}"}`
+
+func settings(t *testing.T, script string) *config.Settings {
+	t.Helper()
+	s := config.Defaults()
+	s.Workspace = t.TempDir()
+	s.NoInput = true
+	// Keep the caller's config out: no policy or MCP servers file.
+	dir := t.TempDir()
+	s.Policy = filepath.Join(dir, "policy.json")
+	s.MCPConfig = ""
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	if script != "" {
+		p := filepath.Join(dir, "script.jsonl")
+		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.Script = p
+	}
+	return s
+}
+
+// Every way a job cannot start is a typed error with its exit code.
+func TestTypedErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		mod  func(*config.Settings)
+		job  Job
+		kind ErrorKind
+		code int
+		msg  string
+	}{
+		{"bad sandbox", func(s *config.Settings) { s.Sandbox = "nope" }, Job{Query: "q"}, ErrBadInput, 2, "--sandbox"},
+		{"bad workspace", func(s *config.Settings) { s.Workspace = "/nonexistent/dir" }, Job{Query: "q"}, ErrBadInput, 2, "--workspace"},
+		{"unknown tool", func(s *config.Settings) { s.AllowTools = []string{"nope"} }, Job{Query: "q"}, ErrBadInput, 2, `--allow-tools: unknown tool "nope"`},
+		{"no model to plan", func(s *config.Settings) { s.Script, s.Backend = "", "none" }, Job{Query: "q"}, ErrNeedsModel, 2, "planning needs a model"},
+		{"no model for --no-plan", func(s *config.Settings) { s.Script, s.Backend, s.NoPlan = "", "none", true }, Job{Query: "q"}, ErrNeedsModel, 2, "--no-plan needs a model"},
+		{"bad plan line", nil, Job{PlanName: "p.jsonl", PlanData: []byte(`{"tool":"nope","args":{}}`)}, ErrBadInput, 2, "p.jsonl:1: unknown tool"},
+		{"window too small", func(s *config.Settings) { s.CtxSize = 50 }, Job{Query: "q"}, ErrContextTooSmall, 2, "raise --ctx-size to at least"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := settings(t, answerPlan+"\n")
+			if tc.mod != nil {
+				tc.mod(s)
+			}
+			rt, err := Open(ctx, s, Options{Mode: "run"})
+			if err == nil {
+				defer rt.Close()
+				_, err = rt.Run(ctx, tc.job)
+			}
+			if KindOf(err) != tc.kind || ExitCode(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v (kind %d, exit %d)", err, KindOf(err), ExitCode(err))
+			}
+		})
+	}
+	// A timeout while planning a plan-only job.
+	s := settings(t, `{"kind":"plan","delay_ms":5000,"text":"{}"}`+"\n")
+	s.Timeout = 100 * time.Millisecond
+	rt, err := Open(ctx, s, Options{Mode: "plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, _, err := rt.Plan(ctx, Job{Query: "q"}); KindOf(err) != ErrTimeout || ExitCode(err) != 7 {
+		t.Fatalf("timeout: %v", err)
+	}
+}
+
+// Many jobs at once on one runtime (go test -race): each its own result
+// and run id, every event of the shared trace tagged with one.
+func TestConcurrentJobsOnOneRuntime(t *testing.T) {
+	const n = 16
+	s := settings(t, strings.Repeat(answerPlan+"\n", n))
+	s.Trace = filepath.Join(t.TempDir(), "trace.jsonl")
+	rt, err := Open(context.Background(), s, Options{Mode: "batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make([]*react.Result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := rt.Run(context.Background(), Job{ID: fmt.Sprintf("job-%d", i), Query: fmt.Sprintf("question %d", i)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, res := range results {
+		if res == nil || res.TerminationReason != react.ReasonSuccess || res.RunID != fmt.Sprintf("job-%d", i) {
+			t.Fatalf("job %d: %+v", i, res)
+		}
+	}
+	trace, _ := os.ReadFile(s.Trace)
+	for i := range n {
+		id := fmt.Sprintf(`"run_id":"job-%d"`, i)
+		if c := strings.Count(string(trace), id); c < 4 {
+			t.Fatalf("job %d has %d events", i, c)
+		}
+	}
+	if lines := strings.Count(string(trace), "\n"); strings.Count(string(trace), `"run_id":"job-`) != lines {
+		t.Fatalf("events without a run id:\n%s", trace)
+	}
+}
+
+// The same on the generated tiny model: concurrent jobs on one loaded
+// model end with proper termination reasons.
+func TestConcurrentJobsOnTinyModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a model")
+	}
+	s := settings(t, "")
+	s.Model = synth.Cached(t, synth.Tiny)
+	s.CtxSize, s.NoPlan, s.MaxIterations, s.Seed = 6144, true, 3, 1
+	rt, err := Open(context.Background(), s, Options{Mode: "batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := rt.Run(context.Background(), Job{Query: fmt.Sprintf("list the files %d", i)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			switch res.TerminationReason {
+			case react.ReasonSuccess, react.ReasonFailure, react.ReasonMaxIterations, react.ReasonStalled:
+			default:
+				t.Errorf("job %d: %s: %s", i, res.TerminationReason, res.Message)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,766 @@
+package llamacpp
+
+// Parallel sequences (Options.Parallel > 1): one llama context, one KV
+// sequence per slot, and a scheduler goroutine that owns the context.
+//
+//   - Complete tokenizes, builds its sampler and queues a job; at most
+//     Parallel jobs hold a slot, the others wait in order (their ctx can
+//     end the wait).
+//   - A job takes the free slot whose cached tokens share the longest
+//     prefix with its prompt. When another slot, busy or idle, holds a
+//     longer common prefix, the job copies it (KvCacheSeqCp) instead of
+//     evaluating it; when another slot is still evaluating a prompt with a
+//     longer common prefix, the job waits for it and then copies. So N jobs
+//     with the same system prompt and tools evaluate it once.
+//   - Each round the scheduler decodes the next tokens of every active job
+//     in one batch (continuous batching): the sampled token of each
+//     generating job plus prompt chunks, oldest job first, up to BatchSize
+//     tokens. Logits are asked for each job's last token in the batch and
+//     each job samples from its own index with its own sampler and grammar.
+//   - The KV cache is llama.cpp's unified one (kv_unified): sequences share
+//     one buffer of CtxSize*Parallel cells, a prefix copy shares cells (no
+//     data moves), and a batch of any sequences is one compute. The split
+//     cache (one stream per sequence, the binding's default) copies whole
+//     streams, cannot copy part of one (llama.cpp asserts), and computes a
+//     batch as one ubatch per run of consecutive sequence ids with equal
+//     token counts, so mixed batches fall apart. Each sequence keeps within
+//     its CtxSize window (checked here), so the shared buffer always has
+//     room: distinct cells <= the sum of the windows.
+//
+// The batching rule, from scripts/bench's probe on the bench model (AMD
+// EPYC, 2 cores, 2 threads; after a 1000-token shared prefix; ms per
+// decode of one token for each of N sequences, several runs on a machine
+// shared with other work):
+//
+//	N            1      2      4      8     16
+//	unified KV  11-12  21-23  26-28  39-41  65-66
+//	split KV    11-12  22-25  29-35  47-60  81-109
+//
+// One decode of 2 tokens costs about what two decodes of 1 do (ggml's CPU
+// matrix kernels gain only from about 3 columns on; the issue measured 23
+// ms against 2 x 8 with the split cache), and from 3 tokens on one decode
+// always wins (16 tokens: about 4 ms each against 12). So the fastest
+// choice for every count is one batch holding every pending token: for 2
+// it ties with taking turns and saves a scheduler round. Prompt chunks
+// join the same batch: a generated token added to a prompt chunk costs
+// about what a prompt token does (2-3 ms), far less than its own decode.
+//
+// Cancellation: a job's context ending marks it; the scheduler ends it
+// after the current decode and frees its slot. llama.cpp's abort callback
+// is per context, so it is raised only when every job with tokens in the
+// decode in flight is cancelled: a cancelled job never aborts others' work.
+//
+// CPU: the scheduler holds one CPU turn (cpu.go) while any job is active,
+// fits its threads to the turn's fair share between decodes, and gives the
+// turn back when the last job ends.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ollama/ollama/llama"
+
+	"github.com/tactcli/tact/llm"
+)
+
+// Job states.
+const (
+	jobQueued int32 = iota
+	jobAdmitted
+	jobWithdrawn
+)
+
+// stepHook, when set (by tests), runs before each decode on the scheduler
+// goroutine.
+var stepHook func(s *sched)
+
+// followMin is the fewest extra prefix tokens worth waiting for another
+// slot to evaluate.
+const followMin = 8
+
+// slot is one KV sequence.
+type slot struct {
+	seq   int
+	cache []int // tokens held in the KV cache for this sequence, in order
+	job   *job  // nil: free
+	used  int   // admission counter of the last job, for least recently used
+}
+
+// job is one Complete call in parallel mode.
+type job struct {
+	ctx       context.Context
+	req       llm.Request
+	prompt    []int
+	smpl      *sampler
+	submitted time.Time
+	cancelled atomic.Bool
+	// state: queued until the scheduler gives the job a slot, or until its
+	// caller gives up waiting and returns at once (withdrawn).
+	state atomic.Int32
+
+	// Owned by the scheduler goroutine.
+	order    int   // admission order: prompts are evaluated oldest first
+	slot     *slot //
+	next     int   // prompt tokens in the cache; == len(prompt) once generating
+	last     int   // sampled token not yet decoded; -1: none
+	follow   *slot // waiting for this slot to hold prompt[:followN]
+	followOf *job  // the job follow was evaluating when this job started waiting
+	followN  int
+	idx      int // the job's logits in the batch in flight; -1: none
+	inBatch  int // tokens of the job in the batch in flight
+	copied   int // prompt tokens copied from another sequence
+	usage    llm.Usage
+
+	// Shared with the caller.
+	mu     sync.Mutex
+	pieces []string
+	notify chan struct{} // a piece is ready (capacity 1)
+	done   chan struct{} // closed when err and usage are final
+	err    error
+}
+
+func (j *job) push(piece string) {
+	j.mu.Lock()
+	j.pieces = append(j.pieces, piece)
+	j.mu.Unlock()
+	select {
+	case j.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (j *job) take() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	p := j.pieces
+	j.pieces = nil
+	return p
+}
+
+// sched is the parallel mode's scheduler.
+type sched struct {
+	b     *Backend
+	slots []*slot
+	wake  chan struct{} // capacity 1
+
+	mu       sync.Mutex // guards the fields below
+	inbox    []*job
+	resets   []chan struct{}
+	closed   bool
+	inflight []*job // jobs with tokens in the decode in flight
+
+	// Owned by the scheduler goroutine.
+	queue    []*job
+	active   []*job
+	admitted int
+	turn     *cpuTurn // nil: no CPU turn held
+	rot      int      // rotates the generated tokens when more than a batch wait
+	exited   chan struct{}
+}
+
+func newSched(b *Backend, n int) *sched {
+	s := &sched{b: b, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	for i := range n {
+		s.slots = append(s.slots, &slot{seq: i})
+	}
+	go s.loop()
+	return s
+}
+
+func (s *sched) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *sched) submit(j *job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	s.inbox = append(s.inbox, j)
+	s.poke()
+	return nil
+}
+
+// cancel marks j cancelled; when every job of the decode in flight is, it
+// aborts the decode.
+func (s *sched) cancel(j *job) {
+	j.cancelled.Store(true)
+	s.mu.Lock()
+	if len(s.inflight) > 0 && slices.Contains(s.inflight, j) &&
+		!slices.ContainsFunc(s.inflight, func(o *job) bool { return !o.cancelled.Load() }) {
+		s.b.abort.set(true)
+	}
+	s.mu.Unlock()
+	s.poke()
+}
+
+// reset empties the cache of every free slot, waiting for the scheduler.
+func (s *sched) reset() {
+	done := make(chan struct{})
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.resets = append(s.resets, done)
+	s.mu.Unlock()
+	s.poke()
+	select {
+	case <-done:
+	case <-s.exited:
+	}
+}
+
+// close ends every job with errClosed and stops the scheduler.
+func (s *sched) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.poke()
+	<-s.exited
+}
+
+// completeParallel is Complete in parallel mode.
+func (b *Backend) completeParallel(ctx context.Context, req llm.Request) (llm.Response, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return llm.Response{}, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		b.mu.Unlock()
+		return llm.Response{}, err
+	}
+	tokens, err := b.promptTokens(req.Messages)
+	if err == nil && len(tokens) >= b.opts.CtxSize {
+		err = fmt.Errorf("%w: the prompt is %d tokens, the context holds %d (raise --ctx-size)", ErrContextFull, len(tokens), b.opts.CtxSize)
+	}
+	var smpl *sampler
+	if err == nil {
+		smpl, err = b.sampler(req)
+	}
+	b.mu.Unlock()
+	if err != nil {
+		return llm.Response{}, err
+	}
+	j := &job{ctx: ctx, req: req, prompt: tokens, smpl: smpl, submitted: time.Now(), last: -1, idx: -1,
+		notify: make(chan struct{}, 1), done: make(chan struct{})}
+	if err := b.sched.submit(j); err != nil {
+		smpl.free()
+		return llm.Response{}, err
+	}
+	stop := context.AfterFunc(ctx, func() { b.sched.cancel(j) })
+	defer stop()
+
+	var text []byte
+	var pending []byte // bytes of a UTF-8 sequence split across tokens
+	drain := func(final bool) {
+		for _, p := range j.take() {
+			text = append(text, p...)
+			pending = append(pending, p...)
+		}
+		n := completeUTF8(pending)
+		if final {
+			n = len(pending)
+		}
+		if n > 0 && req.OnToken != nil {
+			req.OnToken(string(pending[:n]))
+		}
+		pending = pending[n:]
+	}
+	cancelled := ctx.Done()
+	for {
+		select {
+		case <-j.notify:
+			drain(false)
+		case <-j.done:
+			drain(true)
+			return llm.Response{Text: string(text), Usage: j.usage}, j.err
+		case <-cancelled:
+			// Still waiting for a sequence: return now (the scheduler drops
+			// the job). Admitted: the scheduler ends it after its decode.
+			if j.state.CompareAndSwap(jobQueued, jobWithdrawn) {
+				return llm.Response{}, ctx.Err()
+			}
+			cancelled = nil
+		}
+	}
+}
+
+func (s *sched) loop() {
+	defer close(s.exited)
+	for {
+		if !s.control() {
+			return
+		}
+		s.admit()
+		if len(s.active) == 0 {
+			s.releaseTurn()
+			<-s.wake
+			continue
+		}
+		if s.turn == nil && !s.takeTurn() {
+			continue
+		}
+		s.b.fitCPU()
+		s.step()
+	}
+}
+
+// control takes new jobs, ends cancelled ones and serves resets; false once
+// the backend is closed (every job then ended).
+func (s *sched) control() bool {
+	s.mu.Lock()
+	s.queue = append(s.queue, s.inbox...)
+	s.inbox = nil
+	resets := s.resets
+	s.resets = nil
+	closed := s.closed
+	s.mu.Unlock()
+
+	if closed {
+		for _, j := range slices.Clone(s.active) {
+			s.finish(j, errClosed)
+		}
+		for _, j := range s.queue {
+			s.finish(j, errClosed)
+		}
+		s.queue = nil
+		s.releaseTurn()
+		for _, r := range resets {
+			close(r)
+		}
+		return false
+	}
+	s.queue = slices.DeleteFunc(s.queue, func(j *job) bool {
+		if j.cancelled.Load() {
+			s.finish(j, j.ctx.Err())
+			return true
+		}
+		return false
+	})
+	for _, j := range slices.Clone(s.active) {
+		if j.cancelled.Load() {
+			s.finish(j, j.ctx.Err())
+		}
+	}
+	if len(resets) > 0 {
+		for _, sl := range s.slots {
+			if sl.job == nil && len(sl.cache) > 0 {
+				s.b.lc.KvCacheSeqRm(sl.seq, -1, -1)
+				sl.cache = nil
+			}
+		}
+		for _, r := range resets {
+			close(r)
+		}
+	}
+	return true
+}
+
+// finish ends j: its slot (if any) is free again, its caller returns.
+func (s *sched) finish(j *job, err error) {
+	if j.slot != nil {
+		j.slot.job = nil
+		j.slot = nil
+	}
+	s.active = slices.DeleteFunc(s.active, func(o *job) bool { return o == j })
+	b := s.b
+	b.mu.Lock()
+	if j.order > 0 { // it had a slot
+		b.stats.Calls++
+		b.stats.PromptReused += j.usage.CachedTokens
+		b.stats.PromptCopied += j.copied
+	}
+	b.stats.Generated += j.usage.CompletionTokens
+	if len(j.req.Schema) > 0 {
+		b.stats.GrammarTokens += j.usage.CompletionTokens
+		b.stats.GrammarFullPasses += j.smpl.fullPasses()
+	}
+	b.mu.Unlock()
+	slog.Debug("llama call", "kind", j.req.Kind, "prompt_evaluated", j.usage.PromptTokens,
+		"prompt_reused", j.usage.CachedTokens, "generated", j.usage.CompletionTokens,
+		"grammar_full_passes", j.smpl.fullPasses(), "ms", time.Since(j.submitted).Milliseconds())
+	j.smpl.free()
+	j.err = err
+	close(j.done)
+}
+
+// takeTurn waits for a CPU turn while some job still wants it; false when
+// none does any more (or the backend closes) before the turn comes.
+func (s *sched) takeTurn() bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		t   cpuTurn
+		err error
+	}
+	got := make(chan result, 1)
+	start := time.Now()
+	loadWait := s.b.loadWait // the load's wait goes to the first call, as in serial mode
+	s.b.loadWait = 0
+	go func() {
+		t, err := s.b.turn(ctx)
+		got <- result{t, err}
+	}()
+	for {
+		select {
+		case r := <-got:
+			// Everyone queued or running waited for it.
+			for _, j := range append(slices.Clone(s.active), s.queue...) {
+				from := start
+				if j.submitted.After(start) {
+					from = j.submitted
+				}
+				j.usage.CPUWaitMS += time.Since(from).Milliseconds()
+			}
+			if r.err != nil {
+				s.b.loadWait += loadWait
+				return false
+			}
+			if len(s.active) > 0 {
+				s.active[0].usage.CPUWaitMS += loadWait.Milliseconds()
+			}
+			s.turn = &r.t
+			s.b.call = r.t
+			return true
+		case <-s.wake:
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			live := slices.ContainsFunc(s.active, func(j *job) bool { return !j.cancelled.Load() })
+			if closed || !live {
+				cancel()
+				if r := <-got; r.err == nil {
+					r.t.release()
+				}
+				s.b.loadWait += loadWait
+				s.poke() // let control see what woke us
+				return false
+			}
+		}
+	}
+}
+
+func (s *sched) releaseTurn() {
+	if s.turn != nil {
+		s.b.call = cpuTurn{}
+		s.turn.release()
+		s.turn = nil
+	}
+}
+
+// admit gives free slots to queued jobs, oldest first.
+func (s *sched) admit() {
+	for len(s.queue) > 0 {
+		var free []*slot
+		for _, sl := range s.slots {
+			if sl.job == nil {
+				free = append(free, sl)
+			}
+		}
+		if len(free) == 0 {
+			return
+		}
+		j := s.queue[0]
+		s.queue = s.queue[1:]
+		if !j.state.CompareAndSwap(jobQueued, jobAdmitted) {
+			s.finish(j, j.ctx.Err()) // withdrawn
+			continue
+		}
+		s.start(j, free)
+	}
+}
+
+// usable is how many of tokens a sequence holding cache can skip: their
+// common prefix, leaving at least one token to evaluate for its logits.
+func usable(cache, tokens []int) int {
+	return min(commonPrefix(cache, tokens), len(tokens)-1)
+}
+
+// start puts j in the free slot with the longest common prefix (the least
+// recently used on a tie) and takes a longer prefix from another slot: by
+// copying what it holds, or by waiting for what it is evaluating.
+func (s *sched) start(j *job, free []*slot) {
+	best, own := free[0], -1
+	for _, sl := range free {
+		if n := usable(sl.cache, j.prompt); n > own || (n == own && sl.used < best.used) {
+			best, own = sl, n
+		}
+	}
+	sl := best
+	s.admitted++
+	j.order, sl.used = s.admitted, s.admitted
+	j.slot, sl.job = sl, j
+	s.active = append(s.active, j)
+
+	var src *slot
+	avail, future := own, own
+	var srcJob *job
+	for _, o := range s.slots {
+		if o == sl {
+			continue
+		}
+		if n := usable(o.cache, j.prompt); n > avail {
+			src, avail = o, n
+		}
+	}
+	for _, o := range s.slots {
+		if o == sl || o.job == nil || o.job.next >= len(o.job.prompt) {
+			continue
+		}
+		if n := usable(o.job.prompt, j.prompt); n > future {
+			srcJob, future = o.job, n
+		}
+	}
+	s.trim(sl, own)
+	if src != nil {
+		s.copyPrefix(src, sl, avail)
+	}
+	j.next = len(sl.cache)
+	j.usage.CachedTokens = j.next
+	if srcJob != nil && future >= len(sl.cache)+followMin {
+		j.follow, j.followOf, j.followN = srcJob.slot, srcJob, future
+	}
+}
+
+// trim keeps the first n tokens of sl's sequence.
+func (s *sched) trim(sl *slot, n int) {
+	if n >= len(sl.cache) {
+		return
+	}
+	if !s.b.lc.KvCacheSeqRm(sl.seq, n, -1) {
+		// Some memory types (recurrent) cannot drop a suffix.
+		s.b.lc.KvCacheSeqRm(sl.seq, -1, -1)
+		n = 0
+	}
+	sl.cache = sl.cache[:n]
+}
+
+// copyPrefix makes dst's sequence the first n tokens of src's.
+func (s *sched) copyPrefix(src, dst *slot, n int) {
+	lc := s.b.lc
+	lc.KvCacheSeqRm(dst.seq, -1, -1)
+	if s.b.unified {
+		lc.KvCacheSeqCp(src.seq, dst.seq, 0, n)
+	} else {
+		// A split cache copies whole streams only.
+		lc.KvCacheSeqCp(src.seq, dst.seq, -1, -1)
+		lc.KvCacheSeqRm(dst.seq, n, -1)
+	}
+	dst.cache = append(dst.cache[:0], src.cache[:n]...)
+	if dst.job != nil {
+		dst.job.copied = n
+	}
+}
+
+// resolve ends the waits that are over: the slot followed holds the prefix,
+// or it will not any more (its job ended or moved on).
+func (s *sched) resolve(force bool) {
+	for _, j := range s.active {
+		if j.follow == nil {
+			continue
+		}
+		src := j.follow
+		have := usable(src.cache, j.prompt)
+		if !force && have < j.followN && src.job == j.followOf && src.job.next < len(src.job.prompt) {
+			continue
+		}
+		j.follow, j.followOf = nil, nil
+		if have > len(j.slot.cache) {
+			s.copyPrefix(src, j.slot, have)
+			j.next = have
+			j.usage.CachedTokens = have
+		}
+	}
+}
+
+// step decodes one batch and samples from it.
+func (s *sched) step() {
+	b := s.b
+	if stepHook != nil {
+		stepHook(s)
+	}
+	s.resolve(false)
+	batch := s.plan()
+	if len(batch) == 0 {
+		s.resolve(true)
+		if batch = s.plan(); len(batch) == 0 {
+			return
+		}
+	}
+	b.batch.Clear()
+	prompt := 0
+	for _, j := range batch {
+		j.idx = -1
+		pos := len(j.slot.cache)
+		if j.last >= 0 {
+			j.idx = b.batch.NumTokens()
+			b.batch.Add(j.last, nil, pos, true, j.slot.seq)
+			continue
+		}
+		chunk := j.prompt[j.next : j.next+j.inBatch]
+		done := j.next+len(chunk) == len(j.prompt)
+		for i, t := range chunk {
+			if done && i == len(chunk)-1 {
+				j.idx = b.batch.NumTokens()
+			}
+			b.batch.Add(t, nil, pos+i, done && i == len(chunk)-1, j.slot.seq)
+		}
+		prompt += len(chunk)
+	}
+	s.mu.Lock()
+	s.inflight = batch
+	if !slices.ContainsFunc(batch, func(j *job) bool { return !j.cancelled.Load() }) {
+		b.abort.set(true)
+	}
+	s.mu.Unlock()
+	start := time.Now()
+	err := b.lc.Decode(b.batch)
+	took := time.Since(start)
+	s.mu.Lock()
+	s.inflight = nil
+	aborted := b.abort.isSet()
+	b.abort.set(false)
+	s.mu.Unlock()
+
+	b.mu.Lock()
+	b.stats.Decodes++
+	if prompt > 0 {
+		b.stats.PromptTime += took
+	} else {
+		b.stats.GenTime += took
+	}
+	b.mu.Unlock()
+
+	if err != nil {
+		for _, j := range batch {
+			// llama.cpp rolled back the failed batch; make sure of it.
+			b.lc.KvCacheSeqRm(j.slot.seq, len(j.slot.cache), -1)
+			j.inBatch, j.idx = 0, -1
+		}
+		switch {
+		case aborted:
+			for _, j := range batch {
+				if j.cancelled.Load() {
+					s.finish(j, j.ctx.Err())
+				}
+			}
+		case errors.Is(err, llama.ErrKvCacheFull):
+			for _, j := range batch {
+				s.finish(j, fmt.Errorf("%w: no room in the KV cache after %d tokens (context %d)", ErrContextFull, len(j.slot.cache), b.opts.CtxSize))
+			}
+		default:
+			for _, j := range batch {
+				sl := j.slot
+				s.finish(j, fmt.Errorf("llama.cpp decode: %w", err))
+				b.lc.KvCacheSeqRm(sl.seq, -1, -1)
+				sl.cache = nil
+			}
+		}
+		return
+	}
+
+	start = time.Now()
+	for _, j := range batch {
+		sl := j.slot
+		if j.last >= 0 {
+			sl.cache = append(sl.cache, j.last)
+			j.last = -1
+		} else {
+			sl.cache = append(sl.cache, j.prompt[j.next:j.next+j.inBatch]...)
+			j.next += j.inBatch
+			j.usage.PromptTokens += j.inBatch
+			b.mu.Lock()
+			b.stats.PromptEvaluated += j.inBatch
+			b.mu.Unlock()
+		}
+		j.inBatch = 0
+		if j.idx >= 0 {
+			s.sample(j)
+		}
+	}
+	b.mu.Lock()
+	b.stats.GenTime += time.Since(start)
+	b.mu.Unlock()
+}
+
+// plan chooses the jobs of the next batch and how many tokens each
+// decodes (inBatch): every generated token, then prompt chunks oldest job
+// first, up to the batch size (the rule in the file's comment).
+func (s *sched) plan() []*job {
+	size := s.b.opts.BatchSize
+	if s.b.resizable() {
+		size = min(size, fitBatch)
+	}
+	var gen, prompt []*job
+	for _, j := range s.active {
+		switch {
+		case j.last >= 0:
+			gen = append(gen, j)
+		case j.follow == nil && j.next < len(j.prompt):
+			prompt = append(prompt, j)
+		}
+	}
+	slices.SortFunc(prompt, func(a, b *job) int { return a.order - b.order })
+	if len(gen) > size {
+		// More sequences than a batch holds: take turns.
+		s.rot++
+		off := s.rot % len(gen)
+		gen = slices.Concat(gen[off:], gen[:off])[:size]
+	}
+	var batch []*job
+	for _, j := range gen {
+		j.inBatch = 1
+		batch = append(batch, j)
+	}
+	room := size - len(gen)
+	for _, j := range prompt {
+		if room == 0 {
+			break
+		}
+		j.inBatch = min(room, len(j.prompt)-j.next)
+		room -= j.inBatch
+		batch = append(batch, j)
+	}
+	return batch
+}
+
+// sample draws j's next token from the batch just decoded.
+func (s *sched) sample(j *job) {
+	b := s.b
+	tok, err := j.smpl.sample(b.lc, j.idx)
+	j.idx = -1
+	if err != nil {
+		s.finish(j, err)
+		return
+	}
+	eog := b.model.TokenIsEog(tok)
+	j.smpl.accept(tok, eog)
+	if eog {
+		s.finish(j, nil)
+		return
+	}
+	j.usage.CompletionTokens++
+	j.push(b.model.TokenToPiece(tok))
+	switch {
+	case j.req.MaxTokens > 0 && j.usage.CompletionTokens >= j.req.MaxTokens:
+		s.finish(j, nil)
+	case j.cancelled.Load():
+		s.finish(j, j.ctx.Err())
+	case len(j.slot.cache) >= b.opts.CtxSize:
+		s.finish(j, fmt.Errorf("%w after %d generated tokens (context %d tokens; raise --ctx-size or lower --max-tokens)", ErrContextFull, j.usage.CompletionTokens, b.opts.CtxSize))
+	default:
+		j.last = tok
+	}
+}

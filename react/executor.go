@@ -1218,15 +1218,7 @@ func argsJSON(m map[string]json.RawMessage) json.RawMessage {
 }
 
 // marshalNoEscape is json.Marshal without HTML escaping.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshalNoEscape(v any) ([]byte, error) { return text.JSON(v) }
 
 // canonical renders JSON with sorted keys and no insignificant space, so
 // equal arguments compare equal however they were written.

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
 	"golang.org/x/term"
 )
@@ -149,25 +148,14 @@ func batchLine(b agent.BatchResult, rt *agent.Runtime) ([]byte, error) {
 	}
 	// id, line and exit_code first, then the run --json object's fields
 	// in their usual order.
-	h, err := encodeJSON(head)
+	h, err := text.JSON(head)
 	if err != nil {
 		return nil, err
 	}
-	r, err := encodeJSON(body)
+	r, err := text.JSON(body)
 	if err != nil {
 		return nil, err
 	}
 	line := append(append(h[:len(h)-1], ','), r[1:]...)
 	return append(rt.Redactor.RedactJSON(line), '\n'), nil
-}
-
-// encodeJSON is one JSON value without HTML escaping or newline.
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

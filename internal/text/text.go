@@ -4,6 +4,8 @@
 package text
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -75,4 +77,16 @@ func RuneStart(s string, i int) int {
 		return j
 	}
 	return i
+}
+
+// JSON is json.Marshal without HTML escaping, so "<", ">" and "&" stay
+// readable in commands, plans and traces.
+func JSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

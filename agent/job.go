@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/tactcli/tact/config"
@@ -197,7 +198,7 @@ func (rt *Runtime) contextTooSmall(err error) error {
 		return err
 	}
 	setting := "--ctx-size"
-	if name := rt.opts.SettingName("CtxSize"); bytes.ContainsRune([]byte(name), '=') {
+	if name := rt.opts.SettingName("CtxSize"); strings.Contains(name, "=") {
 		setting = config.Var("CtxSize") + " (--ctx-size)" // the value came from the variable
 	}
 	return &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf("%v; raise %s to at least %d (or lower --max-tokens)", small, setting, small.Need())}

@@ -31,7 +31,7 @@ func (r *run) cutToTokens(s string, limit int, hint cutHint) string {
 		return s // no token is shorter than a byte
 	}
 	count := r.win.count
-	bpt := r.win.bytesPerTokenOr4()
+	bpt := r.win.bytesPerToken
 	if float64(len(s)) <= 2*bpt*float64(limit) && count.Text(s) <= limit {
 		return s
 	}
@@ -94,12 +94,5 @@ func (r *run) cutBytes(s string, budget int, hint cutHint) string {
 		sep = ""
 	}
 	return fmt.Sprintf("%s%s[... %s cut (%d bytes, about %d tokens)%s ...]\n%s",
-		s[:head], sep, lines, len(cut), int(float64(len(cut))/r.win.bytesPerTokenOr4()+0.5), how, s[tail:])
-}
-
-func (w *window) bytesPerTokenOr4() float64 {
-	if w.bytesPerToken <= 0 {
-		return 4
-	}
-	return w.bytesPerToken
+		s[:head], sep, lines, len(cut), int(float64(len(cut))/r.win.bytesPerToken+0.5), how, s[tail:])
 }

@@ -573,7 +573,7 @@ func (r *run) fill(p *planner.Step, tool exec.Tool, known map[string]json.RawMes
 		return nil, llm.Usage{}, err
 	}
 	r.progress("step %d: filling %s arguments", r.st.PlanIndex+1, p.Tool)
-	resp, err := r.complete(llm.Request{Kind: llm.KindFill, Messages: req.msgs, Schema: schema.Fill(schema.Tool{Name: tool.Name(), Schema: tool.Schema()}), Sampling: r.e.Sampling, MaxTokens: req.maxTokens})
+	resp, err := r.send(req, schema.Fill(schema.Tool{Name: tool.Name(), Schema: tool.Schema()}))
 	r.addUsage(resp.Usage)
 	if err != nil {
 		return nil, resp.Usage, fmt.Errorf("fill arguments: %w", err)
@@ -624,7 +624,7 @@ func (r *run) askModel() (Action, llm.Usage, error) {
 	}
 	r.lastPromptTokens = req.tokens
 	r.progress("step %d: thinking", r.st.Attempts+1)
-	resp, err := r.complete(llm.Request{Kind: llm.KindAction, Messages: req.msgs, Schema: sch, Sampling: e.Sampling, MaxTokens: req.maxTokens})
+	resp, err := r.send(req, sch)
 	r.addUsage(resp.Usage)
 	if err != nil {
 		return Action{}, resp.Usage, err
@@ -1077,7 +1077,7 @@ func (r *run) fallback(reason Reason, msg string) {
 		req, err := r.prepare(llm.KindFallback, llm.Message{Role: llm.RoleUser, Content: prompt.Render("fallback", prompt.Fallback{Query: r.query, Reason: "Stopping: " + msg + "."})})
 		var resp llm.Response
 		if err == nil {
-			resp, err = r.complete(llm.Request{Kind: llm.KindFallback, Messages: req.msgs, Schema: schema.Fallback, Sampling: r.e.Sampling, MaxTokens: req.maxTokens})
+			resp, err = r.send(req, schema.Fallback)
 			r.addUsage(resp.Usage)
 		}
 		if err == nil {

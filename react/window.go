@@ -173,6 +173,7 @@ func (r *run) messages() []llm.Message {
 
 // prepared is a prompt ready to send: counted, and with its reply's limit.
 type prepared struct {
+	kind      llm.Kind
 	msgs      []llm.Message
 	tokens    int
 	maxTokens int
@@ -219,8 +220,15 @@ func (r *run) prepare(kind llm.Kind, extra ...llm.Message) (prepared, error) {
 	if w.size > 0 && (p.maxTokens <= 0 || p.maxTokens > w.size-p.tokens) {
 		p.maxTokens = w.size - p.tokens
 	}
-	r.emit(EventModelCall, map[string]any{"kind": kind, "prompt_tokens": p.tokens, "max_tokens": p.maxTokens, "context_size": w.size})
+	p.kind = kind
 	return p, nil
+}
+
+// send makes the call p was prepared for, recording it as a model_call
+// event first (only calls that are made are recorded).
+func (r *run) send(p prepared, schema json.RawMessage) (llm.Response, error) {
+	r.emit(EventModelCall, map[string]any{"kind": p.kind, "prompt_tokens": p.tokens, "max_tokens": p.maxTokens, "context_size": r.win.size})
+	return r.complete(llm.Request{Kind: p.kind, Messages: p.msgs, Schema: schema, Sampling: r.e.Sampling, MaxTokens: p.maxTokens})
 }
 
 // compaction describes one compaction for its trace event.

@@ -5,16 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/models"
 )
-
-// pullHint names the command that gets catalog model e and what it costs.
-func pullHint(e models.CatalogEntry) string { return agent.PullHint(e) }
-
-// noModelHint is what a run that needs a model and has none says to do.
-func noModelHint() string { return agent.NoModelHint() }
 
 // pullForRun makes --pull download the catalog model the run will use: the
 // one --model names, or the recommended default when no model is set and

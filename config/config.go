@@ -37,6 +37,9 @@ type Settings struct {
 	Verbose   bool          `envconfig:"TACT_VERBOSE" flag:"verbose" desc:"debug logs on stderr (and llama.cpp's own logs)"`
 	Quiet     bool          `envconfig:"TACT_QUIET" flag:"quiet" desc:"only errors on stderr"`
 	Timeout   time.Duration `envconfig:"TACT_TIMEOUT" flag:"timeout" desc:"bound the whole run (0: none); exit 7 when hit"`
+	// RequestTimeout bounds one request: to a model server (openai backend:
+	// a stalled stream is cut off) and, in tact serve, each HTTP request.
+	RequestTimeout time.Duration `envconfig:"TACT_REQUEST_TIMEOUT" flag:"request-timeout" default:"5m" desc:"bound one request to a model server (openai backend) and, in tact serve, each HTTP request (0: none)"`
 
 	// Executor.
 	AllowTools           []string `envconfig:"TACT_ALLOW_TOOLS" flag:"allow-tools" split:"comma" desc:"comma-separated tools the run may use (default: the tools the plan names)"`
@@ -385,6 +388,8 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		return duration(s.Timeout)
 	case "ToolTimeout":
 		return duration(s.ToolTimeout)
+	case "RequestTimeout":
+		return duration(s.RequestTimeout)
 	case "MaxIterations":
 		return atLeast(s.MaxIterations, 1)
 	case "RetryBuffer":

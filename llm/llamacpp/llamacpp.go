@@ -93,7 +93,6 @@ type Backend struct {
 	mu       sync.Mutex
 	serial   chan struct{} // Parallel 1: held by the running call
 	sched    *sched        // Parallel > 1: the scheduler; nil otherwise
-	unified  bool          // the KV cache is llama.cpp's unified one
 	opts     Options
 	info     *models.Info
 	format   models.Formatter
@@ -130,6 +129,7 @@ type Stats struct {
 	Generated       int           // tokens generated
 	PromptTime      time.Duration // decoding prompts
 	GenTime         time.Duration // sampling and decoding generated tokens
+	SampleTime      time.Duration // of GenTime, sampling (Parallel > 1)
 	// GrammarTokens were generated under a schema's grammar; for
 	// GrammarFullPasses of them the drawn token was not allowed and the
 	// grammar ran over the whole vocabulary.
@@ -245,14 +245,8 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	// Each sequence gets its own CtxSize window: Parallel windows in all.
 	params := llama.NewContextParams(opts.CtxSize*opts.Parallel, opts.BatchSize, opts.Parallel, opts.Threads, fa, opts.KVCacheType)
-	unified := false
-	if opts.Parallel > 1 {
-		if err := SetUnifiedKV(&params, true); err != nil {
-			slog.Warn("parallel sequences with a split KV cache: slower batches", "err", err)
-		} else {
-			unified = true
-		}
-	}
+	// Parallel sequences keep llama.cpp's split KV cache (one stream per
+	// sequence): see parallel.go for why not the unified one.
 	lc, err := llama.NewContextWithModel(model, params)
 	if err != nil {
 		llama.FreeModel(model)
@@ -270,7 +264,6 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	b := &Backend{
 		serial:   make(chan struct{}, 1),
-		unified:  unified,
 		opts:     opts,
 		info:     info,
 		format:   newFormatter(info),
@@ -368,9 +361,6 @@ func (b *Backend) Describe() string {
 	par := ""
 	if o.Parallel > 1 {
 		par = fmt.Sprintf(" x %d sequences", o.Parallel)
-		if b.unified {
-			par += " (unified KV)"
-		}
 	}
 	return fmt.Sprintf("llama.cpp: %s (%s, %s, %s template) on %s; ctx %d%s, batch %d, kv cache %s, flash attention %s; cpu lock %s",
 		b.info.Name, b.info.Architecture, cmp.Or(b.info.Quantization, "?"), b.format.Name(), dev, o.CtxSize, par, o.BatchSize, o.KVCacheType, fa, lock)
@@ -445,6 +435,11 @@ func (b *Backend) Close() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	st := b.stats
+	slog.Debug("llama backend totals", "calls", st.Calls, "decodes", st.Decodes, "prompt_evaluated", st.PromptEvaluated,
+		"prompt_reused", st.PromptReused, "prompt_copied", st.PromptCopied, "generated", st.Generated,
+		"prompt_ms", st.PromptTime.Milliseconds(), "gen_ms", st.GenTime.Milliseconds(), "sample_ms", st.SampleTime.Milliseconds(),
+		"grammar_tokens", st.GrammarTokens, "grammar_full_passes", st.GrammarFullPasses)
 	for _, e := range b.grammars {
 		if e.g != nil {
 			e.g.free()

@@ -17,33 +17,40 @@ package llamacpp
 //     generating job plus prompt chunks, oldest job first, up to BatchSize
 //     tokens. Logits are asked for each job's last token in the batch and
 //     each job samples from its own index with its own sampler and grammar.
-//   - The KV cache is llama.cpp's unified one (kv_unified): sequences share
-//     one buffer of CtxSize*Parallel cells, a prefix copy shares cells (no
-//     data moves), and a batch of any sequences is one compute. The split
-//     cache (one stream per sequence, the binding's default) copies whole
-//     streams, cannot copy part of one (llama.cpp asserts), and computes a
-//     batch as one ubatch per run of consecutive sequence ids with equal
-//     token counts, so mixed batches fall apart. Each sequence keeps within
-//     its CtxSize window (checked here), so the shared buffer always has
-//     room: distinct cells <= the sum of the windows.
+//   - The KV cache is llama.cpp's split one: one stream of CtxSize cells
+//     per sequence. A prefix copy copies the source's whole stream, then
+//     drops the tail (llama.cpp cannot copy part of a stream). A batch is
+//     computed as one ubatch per run of consecutive sequence ids, each
+//     sequence giving the same number of tokens, so batches go to
+//     llama.cpp in sequence order: the generated tokens of every sequence
+//     are one ubatch, the rest of a prompt chunk follows on its own.
+//
+// Why not the unified cache (one buffer of CtxSize*Parallel cells, a
+// prefix copy shares cells): attention runs over every used cell of every
+// sequence, masked. With a shared 1000-token prefix and nothing else, as
+// in the bench's probe, it is a little faster; but agent runs go on past
+// the prefix, each sequence with its own observations, and then every
+// token attends to all of them. On the bench model, 16 two-step runs of
+// `tact batch` spent 39.9 s evaluating prompts with the unified cache
+// against 22.9 s with the split one (19.0 s one run at a time), and took
+// 53.9 s against 33.3 s (43.3 s at --parallel 1).
 //
 // The batching rule, from scripts/bench's probe on the bench model (AMD
 // EPYC, 2 cores, 2 threads; after a 1000-token shared prefix; ms per
-// decode of one token for each of N sequences, several runs on a machine
-// shared with other work):
+// decode of one token for each of N sequences):
 //
 //	N            1      2      4      8     16
-//	unified KV  11-12  21-23  26-28  39-41  65-66
-//	split KV    11-12  22-25  29-35  47-60  81-109
+//	split KV    11-12  20-25  29-35  47-60  81-109
+//	unified KV  11-13  21-26  26-34  39-50  65-78
 //
 // One decode of 2 tokens costs about what two decodes of 1 do (ggml's CPU
-// matrix kernels gain only from about 3 columns on; the issue measured 23
-// ms against 2 x 8 with the split cache), and from 3 tokens on one decode
-// always wins (16 tokens: about 4 ms each against 12). So the fastest
-// choice for every count is one batch holding every pending token: for 2
-// it ties with taking turns and saves a scheduler round. Prompt chunks
-// join the same batch: a generated token added to a prompt chunk costs
-// about what a prompt token does (2-3 ms), far less than its own decode.
+// matrix kernels gain only from about 3 columns on), and from 3 tokens on
+// one decode always wins (16 tokens: about 5-6 ms each against 12). So the
+// fastest choice for every count is one batch holding every pending token:
+// for 2 it ties with taking turns and saves a scheduler round. Prompt
+// chunks join the same batch. After a decode, the next tokens are drawn
+// on the call's threads at once (drawAll): sampling under a grammar is
+// about 2 ms a token, ggml's threads are idle meanwhile.
 //
 // Cancellation: a job's context ending marks it; the scheduler ends it
 // after the current decode and frees its slot. llama.cpp's abort callback
@@ -112,9 +119,10 @@ type job struct {
 	follow   *slot // waiting for this slot to hold prompt[:followN]
 	followOf *job  // the job follow was evaluating when this job started waiting
 	followN  int
-	idx      int // the job's logits in the batch in flight; -1: none
-	inBatch  int // tokens of the job in the batch in flight
-	copied   int // prompt tokens copied from another sequence
+	idx      int  // the job's logits in the batch in flight; -1: none
+	inBatch  int  // tokens of the job in the batch in flight
+	drawn    draw // the token drawn from the decode just done
+	copied   int  // prompt tokens copied from another sequence
 	usage    llm.Usage
 
 	// Shared with the caller.
@@ -551,13 +559,9 @@ func (s *sched) trim(sl *slot, n int) {
 func (s *sched) copyPrefix(src, dst *slot, n int) {
 	lc := s.b.lc
 	lc.KvCacheSeqRm(dst.seq, -1, -1)
-	if s.b.unified {
-		lc.KvCacheSeqCp(src.seq, dst.seq, 0, n)
-	} else {
-		// A split cache copies whole streams only.
-		lc.KvCacheSeqCp(src.seq, dst.seq, -1, -1)
-		lc.KvCacheSeqRm(dst.seq, n, -1)
-	}
+	// A split cache copies whole streams only.
+	lc.KvCacheSeqCp(src.seq, dst.seq, -1, -1)
+	lc.KvCacheSeqRm(dst.seq, n, -1)
 	dst.cache = append(dst.cache[:0], src.cache[:n]...)
 	if dst.job != nil {
 		dst.job.copied = n
@@ -599,6 +603,9 @@ func (s *sched) step() {
 			return
 		}
 	}
+	// In sequence order: a split KV cache computes a batch as one ubatch
+	// per run of consecutive sequence ids (see the file's comment).
+	slices.SortFunc(batch, func(x, y *job) int { return x.slot.seq - y.slot.seq })
 	b.batch.Clear()
 	prompt := 0
 	for _, j := range batch {
@@ -672,6 +679,7 @@ func (s *sched) step() {
 	}
 
 	start = time.Now()
+	var ready []*job
 	for _, j := range batch {
 		sl := j.slot
 		if j.last >= 0 {
@@ -687,11 +695,17 @@ func (s *sched) step() {
 		}
 		j.inBatch = 0
 		if j.idx >= 0 {
-			s.sample(j)
+			ready = append(ready, j)
 		}
 	}
+	s.drawAll(ready)
+	for _, j := range ready {
+		s.sample(j)
+	}
+	took = time.Since(start)
 	b.mu.Lock()
-	b.stats.GenTime += time.Since(start)
+	b.stats.GenTime += took
+	b.stats.SampleTime += took
 	b.mu.Unlock()
 }
 
@@ -736,23 +750,84 @@ func (s *sched) plan() []*job {
 	return batch
 }
 
-// sample draws j's next token from the batch just decoded.
-func (s *sched) sample(j *job) {
+// draw is a job's next token, drawn from the batch just decoded.
+type draw struct {
+	tok   int
+	eog   bool
+	piece string
+	err   error
+}
+
+// drawAll draws the next token of every job in ready, concurrently on up
+// to the call's threads: the decode is over, so ggml's threads are idle,
+// and with a grammar a draw costs about 2 ms (a full pass over the
+// vocabulary for most tokens of a random-weight model), which on one
+// goroutine added about half a decode's time per round at 16 sequences.
+// Each job's sampler is its own; the context's logits are only read once
+// the first draw has put them in order (llama_get_logits_ith reorders
+// them on its first call after a decode).
+func (s *sched) drawAll(ready []*job) {
+	if len(ready) == 0 {
+		return
+	}
+	s.draw(ready[0])
+	rest := ready[1:]
+	workers := min(max(s.b.threads, 1), len(rest))
+	if workers <= 1 {
+		for _, j := range rest {
+			s.draw(j)
+		}
+		return
+	}
+	var next atomic.Int32
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(rest) {
+					return
+				}
+				s.draw(rest[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// draw samples j's next token and advances its sampler; safe to run for
+// different jobs at once.
+func (s *sched) draw(j *job) {
 	b := s.b
 	tok, err := j.smpl.sample(b.lc, j.idx)
 	j.idx = -1
 	if err != nil {
-		s.finish(j, err)
+		j.drawn = draw{err: err}
 		return
 	}
 	eog := b.model.TokenIsEog(tok)
 	j.smpl.accept(tok, eog)
-	if eog {
+	j.drawn = draw{tok: tok, eog: eog}
+	if !eog {
+		j.drawn.piece = b.model.TokenToPiece(tok)
+	}
+}
+
+// sample applies j's drawn token: the job ends or goes on generating.
+func (s *sched) sample(j *job) {
+	b := s.b
+	d := j.drawn
+	j.drawn = draw{}
+	if d.err != nil {
+		s.finish(j, d.err)
+		return
+	}
+	if d.eog {
 		s.finish(j, nil)
 		return
 	}
 	j.usage.CompletionTokens++
-	j.push(b.model.TokenToPiece(tok))
+	j.push(d.piece)
 	switch {
 	case j.req.MaxTokens > 0 && j.usage.CompletionTokens >= j.req.MaxTokens:
 		s.finish(j, nil)
@@ -761,6 +836,6 @@ func (s *sched) sample(j *job) {
 	case len(j.slot.cache) >= b.opts.CtxSize:
 		s.finish(j, fmt.Errorf("%w after %d generated tokens (context %d tokens; raise --ctx-size or lower --max-tokens)", ErrContextFull, j.usage.CompletionTokens, b.opts.CtxSize))
 	default:
-		j.last = tok
+		j.last = d.tok
 	}
 }

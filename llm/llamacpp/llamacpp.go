@@ -534,21 +534,10 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 		smpl.free()
 	}()
 
-	var text strings.Builder
-	var pending []byte // bytes of a UTF-8 sequence split across tokens
-	emit := func(final bool) {
-		n := completeUTF8(pending)
-		if final {
-			n = len(pending)
-		}
-		if n > 0 && req.OnToken != nil {
-			req.OnToken(string(pending[:n]))
-		}
-		pending = pending[n:]
-	}
+	out := pieceWriter{onToken: req.OnToken}
 	finish := func(err error) (llm.Response, error) {
-		emit(true)
-		resp.Text = text.String()
+		out.flush()
+		resp.Text = out.text.String()
 		return resp, err
 	}
 	for {
@@ -562,10 +551,7 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 			return finish(nil)
 		}
 		resp.Usage.CompletionTokens++
-		piece := b.model.TokenToPiece(tok)
-		text.WriteString(piece)
-		pending = append(pending, piece...)
-		emit(false)
+		out.write(b.model.TokenToPiece(tok))
 		if req.MaxTokens > 0 && resp.Usage.CompletionTokens >= req.MaxTokens {
 			return finish(nil)
 		}
@@ -760,6 +746,30 @@ func (b *Backend) grammar(schema []byte) (*grammarSampler, error) {
 	}
 	b.grammars[key] = e
 	return e.g, e.err
+}
+
+// pieceWriter collects a reply's pieces and passes them on to OnToken
+// whole runes at a time: a token may end inside a UTF-8 sequence.
+type pieceWriter struct {
+	onToken func(string)
+	text    strings.Builder
+	pending []byte // bytes of a UTF-8 sequence split across tokens
+}
+
+func (w *pieceWriter) write(piece string) {
+	w.text.WriteString(piece)
+	w.pending = append(w.pending, piece...)
+	w.emit(completeUTF8(w.pending))
+}
+
+// flush passes on what is left, complete or not: the reply has ended.
+func (w *pieceWriter) flush() { w.emit(len(w.pending)) }
+
+func (w *pieceWriter) emit(n int) {
+	if n > 0 && w.onToken != nil {
+		w.onToken(string(w.pending[:n]))
+	}
+	w.pending = w.pending[n:]
 }
 
 // completeUTF8 is the length of buf's prefix that does not end inside a

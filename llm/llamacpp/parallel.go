@@ -270,30 +270,21 @@ func (b *Backend) completeParallel(ctx context.Context, req llm.Request) (llm.Re
 	stop := context.AfterFunc(ctx, func() { b.sched.cancel(j) })
 	defer stop()
 
-	var text []byte
-	var pending []byte // bytes of a UTF-8 sequence split across tokens
-	drain := func(final bool) {
+	out := pieceWriter{onToken: req.OnToken}
+	drain := func() {
 		for _, p := range j.take() {
-			text = append(text, p...)
-			pending = append(pending, p...)
+			out.write(p)
 		}
-		n := completeUTF8(pending)
-		if final {
-			n = len(pending)
-		}
-		if n > 0 && req.OnToken != nil {
-			req.OnToken(string(pending[:n]))
-		}
-		pending = pending[n:]
 	}
 	cancelled := ctx.Done()
 	for {
 		select {
 		case <-j.notify:
-			drain(false)
+			drain()
 		case <-j.done:
-			drain(true)
-			return llm.Response{Text: string(text), Usage: j.usage}, j.err
+			drain()
+			out.flush()
+			return llm.Response{Text: out.text.String(), Usage: j.usage}, j.err
 		case <-cancelled:
 			// Still waiting for a sequence: return now (the scheduler drops
 			// the job). Admitted: the scheduler ends it after its decode.

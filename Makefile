@@ -17,7 +17,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tactcli/tact/internal/buildinfo.Version=$(VERSION)
 TEST_TIMEOUT ?= 30m
 
-.PHONY: warm all build test test-short gotest fuzz bench vet fmt clean deps gpu demo
+.PHONY: warm all build test test-short gotest fuzz bench vet fmt clean deps gpu demo ollama
 
 all: build
 
@@ -38,11 +38,26 @@ $(DEPS_STAMP): scripts/install-deps.sh $(DPKG_STATUS)
 build: $(DEPS_STAMP)
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/tact ./cmd/tact
 
+# A real OpenAI-compatible server for the openai backend's end-to-end test
+# and `make bench BENCHFLAGS='-only openai'`: ollama, a Go module tact already
+# depends on, built once into a cache directory outside the repository (with
+# the flags above, so its llama.cpp comes from Go's build cache). Tests find
+# it through TACT_TEST_OLLAMA.
+OLLAMA_VERSION := v0.17.4
+OLLAMA_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tact/ollama-$(OLLAMA_VERSION)
+OLLAMA := $(OLLAMA_DIR)/ollama
+export TACT_TEST_OLLAMA := $(OLLAMA)
+
+ollama: $(OLLAMA)
+
+$(OLLAMA): | $(DEPS_STAMP)
+	GOBIN=$(OLLAMA_DIR) $(GO) install github.com/ollama/ollama@$(OLLAMA_VERSION)
+
 # PKGS and TESTFLAGS narrow a run: make test PKGS=./exec/... TESTFLAGS='-run Foo -v'
 PKGS ?= ./...
 TESTFLAGS ?=
 
-test: $(DEPS_STAMP) build
+test: $(DEPS_STAMP) build $(OLLAMA)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -74,7 +89,7 @@ warm: $(DEPS_STAMP)
 # Q8_0 model (made once into ~/.cache/tact-test-models) and print a markdown
 # report; e.g. BENCHFLAGS='-threads 4'. About 6-7 minutes on 2 idle cores.
 BENCHFLAGS ?=
-bench: $(DEPS_STAMP)
+bench: $(DEPS_STAMP) $(OLLAMA)
 	$(GO) run ./scripts/bench $(BENCHFLAGS)
 
 # The first run on what ships with tact: the example plan without a model,

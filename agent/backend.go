@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"path/filepath"
 	"strings"
 
 	"github.com/tactcli/tact/config"
@@ -17,12 +16,17 @@ import (
 	"github.com/tactcli/tact/models"
 )
 
-// openBackend picks the model backend: --backend if given; else llama when a
-// model is configured (--model, TACT_MODEL, or the only model in the models
+// openBackend picks the model backend: --backend if given; else openai when
+// --base-url is given without --model or --script; else llama when a model
+// is configured (--model, TACT_MODEL, or the only model in the models
 // directory); else script when --script is given; else none.
-// settingName describes a setting for messages (see runOptions.SettingName).
-func openBackend(ctx context.Context, s *config.Settings, settingName func(field string) string) (llm.Backend, map[string]any, error) {
+// settingName describes a setting for messages (see Options.SettingName).
+// What the backend is (plan headers, traces) it says itself: llm.InfoOf.
+func openBackend(ctx context.Context, s *config.Settings, settingName func(field string) string) (llm.Backend, error) {
 	name := s.Backend
+	if name == "" && s.BaseURL != "" && s.Model == "" && s.Script == "" {
+		name = "openai"
+	}
 	var modelPath, why string
 	if name == "" || name == "llama" {
 		p, err := models.Resolve(s.Model, s.ModelsDirectory())
@@ -34,17 +38,17 @@ func openBackend(ctx context.Context, s *config.Settings, settingName func(field
 			}
 		case errors.Is(err, models.ErrNoModel) && name == "":
 		case errors.Is(err, models.ErrNoModel):
-			return nil, nil, badInputf("--backend llama: no model: %s; or give --model PATH|NAME, set TACT_MODEL, or put a .gguf file in %s", PullHint(models.DefaultCatalogEntry()), s.ModelsDirectory())
+			return nil, badInputf("--backend llama: no model: %s; or give --model PATH|NAME, set TACT_MODEL, or put a .gguf file in %s", PullHint(models.DefaultCatalogEntry()), s.ModelsDirectory())
 		default:
 			if e, ok := models.LookupCatalog(s.Model); ok && errors.Is(err, fs.ErrNotExist) {
 				setting := settingName("Model") // TACT_MODEL=NAME (--model), or --model
 				if !strings.Contains(setting, "=") {
 					setting += " " + s.Model
 				}
-				return nil, nil, badInputf("%s: not pulled yet: %s", setting, PullHint(e))
+				return nil, badInputf("%s: not pulled yet: %s", setting, PullHint(e))
 			}
 			if name == "llama" || s.Model != "" {
-				return nil, nil, badInput(err)
+				return nil, badInput(err)
 			}
 			// A fixed plan needs no model, so a models directory that
 			// cannot pick one is only an error once a model is needed.
@@ -60,20 +64,22 @@ func openBackend(ctx context.Context, s *config.Settings, settingName func(field
 	}
 	switch name {
 	case "none":
-		return llm.None{Why: why}, map[string]any{"backend": "none"}, nil
+		return llm.None{Why: why}, nil
 	case "script":
 		if s.Script == "" {
-			return nil, nil, badInputf("--backend script needs --script FILE")
+			return nil, badInputf("--backend script needs --script FILE")
 		}
 		sc, err := llm.LoadScript(s.Script)
 		if err != nil {
-			return nil, nil, badInput(err)
+			return nil, badInput(err)
 		}
-		return sc, map[string]any{"backend": "script", "script": s.Script}, nil
+		return sc, nil
 	case "llama":
 		return openLlama(ctx, s, modelPath, settingName)
+	case "openai":
+		return openOpenAI(s)
 	default:
-		return nil, nil, badInputf("--backend %q: want llama, script or none", name)
+		return nil, badInputf("--backend %q: want llama, openai, script or none", name)
 	}
 }
 
@@ -88,26 +94,35 @@ func NoModelHint() string {
 }
 
 // openLlama loads the model in-process (once per run, mmap'd).
-func openLlama(ctx context.Context, s *config.Settings, modelPath string, settingName func(field string) string) (llm.Backend, map[string]any, error) {
+func openLlama(ctx context.Context, s *config.Settings, modelPath string, settingName func(field string) string) (llm.Backend, error) {
 	if err := checkMemory(s, modelPath, settingName); err != nil {
-		return nil, nil, badInput(err)
+		return nil, badInput(err)
 	}
 	b, err := llamacpp.Load(ctx, llamacpp.Options{
 		ModelPath: modelPath, Threads: s.Threads, CtxSize: s.CtxSize, BatchSize: s.BatchSize,
 		GPULayers: s.GPULayers, FlashAttn: s.FlashAttn, KVCacheType: s.KVCacheType, Verbose: s.Verbose, LibDir: s.LibDir,
-		NoCPULock: !s.CPULock, Parallel: s.Parallel,
+		NoCPULock: !s.CPULock, Parallel: s.Parallel, PromptCacheDir: promptCacheDir(s), PromptCacheMax: int64(s.PromptCacheMax),
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			// Cancelled while waiting for a CPU turn to load: a signal or
 			// --timeout, not a bad model.
-			return nil, nil, contextError(ctx)
+			return nil, contextError(ctx)
 		}
-		return nil, nil, badInput(err)
+		return nil, badInput(err)
 	}
 	slog.Debug("llama backend", "describe", b.Describe())
-	name := strings.TrimSuffix(filepath.Base(modelPath), filepath.Ext(modelPath))
-	return b, map[string]any{"backend": "llama", "model": name}, nil
+	return b, nil
+}
+
+// promptCacheDir is where the llama backend keeps the KV state of pinned
+// prefixes, or "" when --no-prompt-cache or a zero --prompt-cache-max
+// turns the cache off.
+func promptCacheDir(s *config.Settings) string {
+	if s.NoPromptCache || s.PromptCacheMax <= 0 {
+		return ""
+	}
+	return config.PromptCacheDir()
 }
 
 // checkMemory refuses a context whose KV cache and buffers, with the model,

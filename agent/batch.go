@@ -10,9 +10,12 @@ import (
 
 // BatchOptions tune RunBatch.
 type BatchOptions struct {
-	Name     string // the input's name in error messages ("-": standard input)
-	Parallel int    // queries run at once (at least 1)
-	Ordered  bool   // report results in input order instead of as they finish
+	Name string // the input's name in error messages ("-": standard input)
+	// Parallel is how many queries run at once (at least 1), at most as
+	// many as the backend serves at once (Runtime.Concurrency): more would
+	// only wait for the model.
+	Parallel int
+	Ordered  bool // report results in input order instead of as they finish
 	// Progress, when set, is called after each change in the counts.
 	Progress func(BatchCounts)
 }
@@ -36,13 +39,14 @@ func (b BatchResult) Succeeded() bool {
 }
 
 // RunBatch runs every query of r on the runtime, up to opts.Parallel at
-// once, and calls report with each result (one call at a time): as each
-// finishes, or in input order with opts.Ordered. A bad line is reported as
-// an error result and the batch goes on. When ctx ends no new query
+// once (capped by the backend's concurrency), and calls report with each
+// result (one call at a time): as each finishes, or in input order with
+// opts.Ordered. A bad line is reported as an error result and the batch
+// goes on. When ctx ends no new query
 // starts; running ones end as cancelled and are reported. The error is
 // the input's read error or report's first error (which stops the batch).
 func (rt *Runtime) RunBatch(ctx context.Context, r io.Reader, opts BatchOptions, report func(BatchResult) error) (BatchCounts, error) {
-	parallel := max(opts.Parallel, 1)
+	parallel := min(max(opts.Parallel, 1), rt.Concurrency())
 	type item struct {
 		seq int
 		q   BatchQuery

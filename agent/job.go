@@ -25,6 +25,18 @@ type Job struct {
 	PlanData []byte
 	// Events receives this job's events besides the Runtime's sinks.
 	Events react.Sink
+	// Settings, when set, replace the runtime's for this job's executor,
+	// planner tools and --timeout (a server's per-request options); what
+	// Open set up (backend, workspace, policy, redactor) stays the
+	// runtime's.
+	Settings *config.Settings
+	// Conversation, when set, makes the job the next turn of a
+	// conversation (tact chat): the planner and the executor see the
+	// earlier turns, the executor may use every tool (or --allow-tools) so
+	// that its system prompt, and with it the KV cache of the earlier
+	// turns, stays the same from turn to turn, and the finished run is
+	// recorded as the next turn. Run only.
+	Conversation *Conversation
 }
 
 // Plan makes a plan for job.Query and returns it with the planning call's
@@ -33,13 +45,13 @@ func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage
 	l := rt.newLife(job)
 	defer func() { l.finish(err, usage) }()
 	l.start(job.Query)
-	if rt.S.NoPlan {
+	if l.s.NoPlan {
 		return nil, usage, badInputf("tact plan: --no-plan makes no sense here")
 	}
 	if rt.noModel != nil {
 		return nil, usage, rt.needModel("planning", ", --script, or run a saved plan with `tact exec`")
 	}
-	ctx, cancel := rt.withTimeout(ctx)
+	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	plan, usage, err = rt.makePlan(ctx, l, job.Query)
 	if err != nil {
@@ -82,7 +94,7 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 	}
 	l.start(query)
 	if rt.noModel != nil {
-		if rt.S.NoPlan {
+		if l.s.NoPlan {
 			return nil, rt.needModel("--no-plan", " or --script; every action comes from the model")
 		}
 		if plan == nil {
@@ -92,9 +104,9 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 			return nil, err
 		}
 	}
-	ctx, cancel := rt.withTimeout(ctx)
+	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	if plan == nil && !rt.S.NoPlan {
+	if plan == nil && !l.s.NoPlan {
 		p, usage, err := rt.makePlan(ctx, l, query)
 		planUsage = usage
 		switch {
@@ -118,12 +130,15 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		return nil, rt.contextTooSmall(err)
 	}
 	res = ex.RunWithID(ctx, l.id, query, plan)
+	if job.Conversation != nil {
+		job.Conversation.record(l.turn, l.convID, query, res, rt.Redactor.Redact)
+	}
 	return res, nil
 }
 
 // executor is a run's executor over the runtime's shared parts.
 func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react.Executor {
-	s := rt.S
+	s := l.s
 	ex := &react.Executor{
 		Options: react.Options{
 			NoPlan: s.NoPlan || plan == nil, MaxIterations: s.MaxIterations, RetryBuffer: s.RetryBuffer,
@@ -135,20 +150,30 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 		},
 		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: rt.gate, Events: l.sink, Redact: rt.Redactor.Redact,
 		Sampling: Sampling(s), MaxTokens: s.MaxTokens, Log: slog.Default(), SpentUsage: spent,
+		Conversation: l.earlier,
+	}
+	if l.convID != "" && len(s.AllowTools) == 0 {
+		ex.AllowTools = rt.Registry.Names()
 	}
 	if rt.noModel == nil {
-		ex.Planner = rt.planner
+		ex.Planner = l.planner()
 	}
 	return ex
 }
 
 func (rt *Runtime) makePlan(ctx context.Context, l *life, query string) (*planner.Plan, llm.Usage, error) {
-	l.emit(react.EventPlanning, map[string]any{"query": query, "tools": rt.planner.Tools})
-	p, usage, err := rt.planner.Plan(ctx, query, nil, nil)
+	pl := l.planner()
+	l.emit(react.EventPlanning, map[string]any{"query": query, "tools": pl.Tools})
+	p, usage, err := pl.Plan(ctx, query, nil, nil)
 	if err != nil {
 		var small *llm.ContextTooSmallError
 		if errors.As(err, &small) {
 			return nil, usage, rt.contextTooSmall(err)
+		}
+		if errors.Is(err, llm.ErrContextFull) && ctx.Err() == nil {
+			// A server refused the planning prompt as too long: as a window
+			// too small for it here, there is nothing to compact.
+			return nil, usage, &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf("planning: %w (the window cannot hold the planning prompt: raise the server's context, or lower --max-tokens)", err)}
 		}
 		if ctx.Err() == nil {
 			err = fmt.Errorf("planning: %w", err)
@@ -157,11 +182,26 @@ func (rt *Runtime) makePlan(ctx context.Context, l *life, query string) (*planne
 	return p, usage, err
 }
 
-func (rt *Runtime) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if rt.S.Timeout > 0 {
-		return context.WithTimeout(ctx, rt.S.Timeout)
+func (l *life) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.s.Timeout > 0 {
+		return context.WithTimeout(ctx, l.s.Timeout)
 	}
 	return ctx, func() {}
+}
+
+// planner is the runtime's planner, with the job's sampling, reply size
+// and --allow-tools when the job has its own settings.
+func (l *life) planner() *planner.Planner {
+	if l.s == l.rt.S && len(l.earlier) == 0 {
+		return l.rt.planner
+	}
+	p := *l.rt.planner
+	p.Sampling, p.MaxTokens, p.MinReplyTokens = Sampling(l.s), planMaxTokens(l.s), l.s.MaxTokens
+	if len(l.s.AllowTools) > 0 {
+		p.Tools = l.s.AllowTools
+	}
+	p.Conversation = entryTexts(l.earlier)
+	return &p
 }
 
 // needModel is the error of a job that needs a model when none is
@@ -214,9 +254,15 @@ func isInvalidPlan(err error) bool {
 // own; for plans and for errors before the executor ran, finish writes it.
 type life struct {
 	rt      *Runtime
+	s       *config.Settings // the job's settings
 	id      string
 	sink    react.Sink
 	started bool
+	// A conversation's turn: its id, the turn's number and the earlier
+	// turns (convID "": not in a conversation).
+	convID  string
+	turn    int
+	earlier []react.ConversationEntry
 }
 
 func (rt *Runtime) newLife(job Job) *life {
@@ -224,7 +270,15 @@ func (rt *Runtime) newLife(job Job) *life {
 	if id == "" {
 		id = react.NewRunID()
 	}
-	return &life{rt: rt, id: id, sink: react.Sinks{rt.events, job.Events}}
+	s := rt.S
+	if job.Settings != nil {
+		s = job.Settings
+	}
+	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}}
+	if job.Conversation != nil {
+		l.turn, l.convID, l.earlier = job.Conversation.next()
+	}
+	return l
 }
 
 func (l *life) emit(event string, fields map[string]any) {
@@ -237,6 +291,9 @@ func (l *life) start(query string) {
 	}
 	l.started = true
 	fields := map[string]any{"query": l.rt.Redactor.Redact(query), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"], "sandbox": l.rt.Env.SandboxInfo()}
+	if l.convID != "" {
+		fields["conversation"], fields["turn"] = l.convID, l.turn
+	}
 	l.emit(react.EventRunStart, fields)
 }
 

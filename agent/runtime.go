@@ -38,13 +38,16 @@ type Options struct {
 	// OnRedactor is called with the redactor as soon as the secrets are
 	// known, so a front end can redact its logs and messages from then on.
 	OnRedactor func(*exec.Redactor)
+	// Secrets are more values the redactor hides wherever they would
+	// appear (a server's bearer token, whatever its variable is named).
+	Secrets []string
 }
 
 // Runtime is everything jobs share: opened once, safe for concurrent jobs.
 type Runtime struct {
 	S        *config.Settings
 	Backend  llm.Backend
-	Info     map[string]any // backend and model, for plan headers and traces
+	Info     map[string]any // backend and model, for plan headers and traces (Model().Header())
 	Registry *exec.Registry
 	Redactor *exec.Redactor
 	Env      *exec.Env
@@ -85,7 +88,12 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 		return rt, badInput(err)
 	}
 	// --env values are secrets too when their names say so.
-	if rt.Redactor, err = exec.NewRedactor(append(append(os.Environ(), s.Env...), mcpConfig.SecretEnviron()...), s.Redact); err != nil {
+	environ := append(append(os.Environ(), s.Env...), mcpConfig.SecretEnviron()...)
+	environ = append(environ, openAISecrets(s)...) // the API key, whatever its variable's name
+	for i, v := range opts.Secrets {
+		environ = append(environ, fmt.Sprintf("TACT_OPTIONS_SECRET_%d_KEY=%s", i, v)) // a secret's name
+	}
+	if rt.Redactor, err = exec.NewRedactor(environ, s.Redact); err != nil {
 		return rt, badInputf("--redact: %v", err)
 	}
 	if opts.OnRedactor != nil {
@@ -125,9 +133,10 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 			return rt, badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(rt.Registry.Names(), ", "))
 		}
 	}
-	if rt.Backend, rt.Info, err = openBackend(ctx, s, rt.opts.SettingName); err != nil {
+	if rt.Backend, err = openBackend(ctx, s, rt.opts.SettingName); err != nil {
 		return rt, err
 	}
+	rt.Info = rt.Model().Header()
 	if none, ok := rt.Backend.(llm.None); ok {
 		rt.noModel = &none
 	}
@@ -189,6 +198,13 @@ func (rt *Runtime) Close() error {
 
 // HasModel reports whether jobs can call a model.
 func (rt *Runtime) HasModel() bool { return rt.noModel == nil }
+
+// Model is what the backend says it is (llm.Describer).
+func (rt *Runtime) Model() llm.ModelInfo { return llm.InfoOf(rt.Backend) }
+
+// Concurrency is how many jobs' model calls the backend serves at once
+// (llm.Concurrent; llm.Unbounded when they never wait for each other).
+func (rt *Runtime) Concurrency() int { return llm.ConcurrencyOf(rt.Backend) }
 
 // Sampling maps the validated settings to the backend's sampling: for the
 // backend a zero field means "its default", so the CLI's 0 ("off") for

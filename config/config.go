@@ -11,9 +11,11 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -60,14 +62,14 @@ type Settings struct {
 	TokenBudget          int      `envconfig:"TACT_TOKEN_BUDGET" flag:"token-budget" desc:"total tokens a run may spend (0: unlimited); exit 6 when hit"`
 
 	// Backends and models.
-	Backend     string  `envconfig:"TACT_BACKEND" flag:"backend" desc:"llama, script or none (default: llama with a model, script with --script, else none)"`
+	Backend     string  `envconfig:"TACT_BACKEND" flag:"backend" desc:"llama, openai, script or none (default: llama with a model, openai with --base-url, script with --script, else none)"`
 	Script      string  `envconfig:"TACT_SCRIPT" flag:"script" desc:"JSONL file of canned replies for the script backend"`
 	Model       string  `envconfig:"TACT_MODEL" flag:"model" desc:"GGUF model path or name in the models directory"`
 	ModelsDir   string  `envconfig:"TACT_MODELS_DIR" flag:"models-dir" desc:"models directory (default $XDG_DATA_HOME/tact/models)"`
 	Pull        bool    `envconfig:"TACT_PULL" flag:"pull" desc:"download the catalog model named by --model (or the recommended default when none is set) before running, with progress on stderr"`
 	HFEndpoint  string  `envconfig:"HF_ENDPOINT" desc:"Hugging Face hub or mirror that catalog names, hf.co/... and REPO:QUANT pulls download from (default https://huggingface.co)"`
 	Threads     int     `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: physical cores; more than the CPUs present is capped with a warning)"`
-	CtxSize     int     `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens that every prompt and its reply must fit, for every backend (default: the model's, at most 8192; script and none: unlimited); refused when its KV cache cannot fit in memory"`
+	CtxSize     int     `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens that every prompt and its reply must fit, for every backend (default: the model's, at most 8192; script and none: unlimited; openai: unlimited, set it to the server's); refused when its KV cache cannot fit in memory"`
 	BatchSize   int     `envconfig:"TACT_BATCH_SIZE" flag:"batch-size" default:"512" desc:"prompt batch size in tokens (1 to 65536)"`
 	FlashAttn   bool    `envconfig:"TACT_FLASH_ATTENTION" flag:"flash-attention" desc:"use flash attention"`
 	KVCacheType string  `envconfig:"TACT_KV_CACHE_TYPE" flag:"kv-cache-type" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
@@ -79,8 +81,18 @@ type Settings struct {
 	TopP        float32 `envconfig:"TACT_TOP_P" flag:"top-p" default:"0.95" desc:"top-p sampling, above 0 and at most 1 (1: off)"`
 	MinP        float32 `envconfig:"TACT_MIN_P" flag:"min-p" default:"0.05" desc:"min-p sampling, 0 to 1 (0: off)"`
 	Seed        int     `envconfig:"TACT_SEED" flag:"seed" default:"-1" desc:"sampling seed, 0 to 4294967295 (-1: random); fix it for reproducible runs"`
-	Parallel    int     `envconfig:"TACT_PARALLEL" flag:"parallel" default:"1" desc:"queries tact batch runs at once on one loaded model, each in its own sequence of the context (1 to 64)"`
+	Parallel    int     `envconfig:"TACT_PARALLEL" flag:"parallel" default:"1" desc:"queries tact batch runs (requests tact serve answers) at once on one loaded model, each in its own sequence of the context (1 to 64)"`
 	MaxTokens   int     `envconfig:"TACT_MAX_TOKENS" flag:"max-tokens" default:"512" desc:"tokens a single model reply may generate (0: until the context is full)"`
+	// The llama backend's prompt cache (docs/inference.md#prompt-cache).
+	NoPromptCache  bool     `envconfig:"TACT_NO_PROMPT_CACHE" flag:"no-prompt-cache" desc:"llama backend: neither load nor save the KV state of the system prompt and tools in $XDG_CACHE_HOME/tact/kv"`
+	PromptCacheMax ByteSize `envconfig:"TACT_PROMPT_CACHE_MAX" flag:"prompt-cache-max" default:"512MiB" desc:"llama backend: size cap of the prompt cache directory, least recently used files evicted first (bytes, or a number with a unit: 300MB, 1GiB; 0: the cache is off)"`
+
+	// The openai backend (docs/openai.md): an OpenAI-compatible server.
+	BaseURL    string `envconfig:"TACT_BASE_URL" flag:"base-url" desc:"openai backend: the server's API URL, e.g. http://127.0.0.1:11434/v1 (chooses the openai backend when neither --model nor --script is given)"`
+	APIModel   string `envconfig:"TACT_API_MODEL" flag:"api-model" desc:"openai backend: the model name the server knows"`
+	APIKeyEnv  string `envconfig:"TACT_API_KEY_ENV" flag:"api-key-env" default:"OPENAI_API_KEY" desc:"openai backend: name of the environment variable holding the API key (unset or empty: no key, fine for local servers)"`
+	SchemaMode string `envconfig:"TACT_SCHEMA_MODE" flag:"schema-mode" default:"json_schema" desc:"openai backend: how replies are constrained: json_schema, json_object, json_schema_field (llama-server's field) or none (prompt only)"`
+	Retries    int    `envconfig:"TACT_RETRIES" flag:"retries" default:"3" desc:"openai backend: retries of a request that failed on the connection, a 429 or a 5xx (0 to 100)"`
 
 	// Safety.
 	NoInput     bool          `envconfig:"TACT_NO_INPUT" flag:"no-input" desc:"never prompt, even on a terminal"`
@@ -94,6 +106,13 @@ type Settings struct {
 	ToolTimeout time.Duration `envconfig:"TACT_TOOL_TIMEOUT" flag:"tool-timeout" default:"60s" desc:"timeout of one run_command (0: the default)"`
 	Env         []string      `envconfig:"TACT_ENV" flag:"env" desc:"KEY=VALUE pairs added to run_command's environment, one a line (newline-separated)"`
 	Redact      []string      `envconfig:"TACT_REDACT" flag:"redact" desc:"regexps whose matches are replaced by [REDACTED], one a line (newline-separated)"`
+
+	// tact serve (docs/serve.md). --parallel and --request-timeout apply too.
+	Addr          string        `envconfig:"TACT_ADDR" flag:"addr" default:"127.0.0.1:8080" desc:"tact serve: HOST:PORT to listen on; beyond loopback it needs --token-env"`
+	TokenEnv      string        `envconfig:"TACT_TOKEN_ENV" flag:"token-env" desc:"tact serve: name of the environment variable holding the bearer token every request must send (needed beyond loopback)"`
+	MaxBody       ByteSize      `envconfig:"TACT_MAX_BODY" flag:"max-body" default:"1MiB" desc:"tact serve: largest request body (413 beyond): bytes, or a number with a unit (64KiB, 2MB), 1 byte to 1GiB"`
+	Queue         int           `envconfig:"TACT_QUEUE" flag:"queue" default:"64" desc:"tact serve: requests that may wait for a free sequence while --parallel run (429 beyond)"`
+	ShutdownGrace time.Duration `envconfig:"TACT_SHUTDOWN_GRACE" flag:"shutdown-grace" default:"10s" desc:"tact serve: on SIGTERM or SIGINT, how long in-flight requests may finish before they are cancelled"`
 }
 
 // Limits of the numeric settings (see Validate).
@@ -103,7 +122,12 @@ const (
 	MaxCtxSize     = 1 << 24 // far beyond any model; the real bound is memory (checked when the model loads)
 	MaxSeed        = math.MaxUint32
 	MaxParallel    = 64
+	MaxRetries     = 100
+	MaxBody        = 1 << 30
+	MaxQueue       = 100000
 )
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Origin remembers where settings came from: the raw value of every variable
 // that was set, and the problem of each one that did not parse.
@@ -220,6 +244,12 @@ func setField(v reflect.Value, f reflect.StructField, raw string) string {
 			return "not a number"
 		}
 		v.SetFloat(x)
+	case ByteSize:
+		n, err := ParseByteSize(raw)
+		if err != nil {
+			return sizeProblem
+		}
+		v.SetInt(n)
 	case time.Duration:
 		d, err := time.ParseDuration(strings.TrimSpace(raw))
 		if err != nil {
@@ -390,6 +420,18 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		return duration(s.ToolTimeout)
 	case "RequestTimeout":
 		return duration(s.RequestTimeout)
+	case "APIKeyEnv":
+		if s.APIKeyEnv != "" && !envName.MatchString(s.APIKeyEnv) {
+			return "not an environment variable name", s.APIKeyEnv
+		}
+	case "SchemaMode":
+		switch s.SchemaMode {
+		case "", "json_schema", "json_object", "json_schema_field", "none":
+		default:
+			return "want json_schema, json_object, json_schema_field or none", s.SchemaMode
+		}
+	case "Retries":
+		return between(s.Retries, 0, MaxRetries)
 	case "MaxIterations":
 		return atLeast(s.MaxIterations, 1)
 	case "RetryBuffer":
@@ -422,6 +464,10 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		return atLeast(s.GPULayers, 0)
 	case "MaxTokens":
 		return atLeast(s.MaxTokens, 0)
+	case "PromptCacheMax":
+		if s.PromptCacheMax < 0 {
+			return "must not be negative", s.PromptCacheMax.String()
+		}
 	case "TopK":
 		return atLeast(s.TopK, 0)
 	case "Seed":
@@ -443,6 +489,22 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		default:
 			return "want f16, q8_0 or q4_0", s.KVCacheType
 		}
+	case "Addr":
+		if _, port, err := net.SplitHostPort(s.Addr); err != nil || port == "" {
+			return "want HOST:PORT, e.g. 127.0.0.1:8080", s.Addr
+		}
+	case "TokenEnv":
+		if s.TokenEnv != "" && !envName.MatchString(s.TokenEnv) {
+			return "not an environment variable name", s.TokenEnv
+		}
+	case "MaxBody":
+		if s.MaxBody < 1 || s.MaxBody > MaxBody {
+			return "must be from 1 byte to 1GiB", s.MaxBody.String()
+		}
+	case "Queue":
+		return between(s.Queue, 0, MaxQueue)
+	case "ShutdownGrace":
+		return duration(s.ShutdownGrace)
 	case "Env":
 		for _, kv := range s.Env {
 			if i := strings.IndexByte(kv, '='); i <= 0 {
@@ -474,6 +536,19 @@ func DataDir() string {
 	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".local", "share", "tact")
 }
+
+// CacheDir is $XDG_CACHE_HOME/tact (default ~/.cache/tact).
+func CacheDir() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "tact")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "tact")
+}
+
+// PromptCacheDir is where the llama backend keeps prompt KV state:
+// $XDG_CACHE_HOME/tact/kv.
+func PromptCacheDir() string { return filepath.Join(CacheDir(), "kv") }
 
 // ConfigDir is $XDG_CONFIG_HOME/tact (default ~/.config/tact).
 func ConfigDir() string {

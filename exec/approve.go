@@ -36,6 +36,7 @@ const maxAnswerLen = 4096
 // a read still pending then serves the next Ask.
 type LinePrompter struct {
 	in     io.Reader
+	src    LineReader // when set, answers come from it instead of in
 	out    io.Writer
 	closer io.Closer
 
@@ -67,6 +68,23 @@ func newLinePrompter(in io.Reader, out io.Writer) *LinePrompter {
 		lines: make(chan lineResult, 1),
 		done:  make(chan struct{}),
 	}
+}
+
+// LineReader reads one line of input; a read ended by ctx consumes
+// nothing, so the next reader (a line editor sharing the terminal) gets
+// what was typed.
+type LineReader interface {
+	ReadLine(ctx context.Context) (string, error)
+}
+
+// NewLineReaderPrompter returns a prompter writing questions to out and
+// reading answers from lines, in the caller's goroutine: no read is left
+// pending when Ask returns, so a terminal can be shared between approval
+// prompts and a line editor (tact chat). It implements Displayer.
+func NewLineReaderPrompter(lines LineReader, out io.Writer) Prompter {
+	p := newLinePrompter(nil, out)
+	p.src = lines
+	return p
 }
 
 // OpenTTYPrompter opens the controlling terminal (/dev/tty) for reading and
@@ -138,6 +156,9 @@ func readBoundedLine(br *bufio.Reader) (string, error) {
 func (p *LinePrompter) readLine(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
+	}
+	if p.src != nil {
+		return p.src.ReadLine(ctx)
 	}
 	p.start.Do(func() { go p.readLoop() })
 	if !p.outstanding {
@@ -224,6 +245,11 @@ func joinOr(xs []string) string {
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
+
+// SanitizeTerminal makes control characters visible (as \uXXXX), keeping
+// newlines and tabs: model-written or tool-made text shown on a terminal
+// cannot move the cursor, recolour or rewrite what is shown.
+func SanitizeTerminal(s string) string { return sanitizeTerminal(s) }
 
 // sanitizeTerminal makes control characters visible so model-written
 // arguments cannot move the cursor, recolour or rewrite the prompt.

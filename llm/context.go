@@ -64,7 +64,19 @@ func CounterFor(b Backend) Counter {
 }
 
 // Exact reports whether counts come from the model's tokenizer.
-func (c Counter) Exact() bool { return c.tc != nil }
+func (c Counter) Exact() bool {
+	if e, ok := c.tc.(Estimating); ok && e.EstimatedCounts() {
+		return false
+	}
+	return c.tc != nil
+}
+
+// Estimating is a TokenCounter whose counts are estimates (a remote
+// server's tokenizer is out of reach; the openai backend scales tact's
+// estimate by the usage the server reports).
+type Estimating interface {
+	EstimatedCounts() bool
+}
 
 // Prompt counts msgs as a prompt. A tokenizer error falls back to the estimate.
 func (c Counter) Prompt(msgs []Message) int {

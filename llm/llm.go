@@ -57,6 +57,12 @@ type Request struct {
 	Schema    json.RawMessage
 	Sampling  Sampling
 	MaxTokens int
+	// PersistableMessages is how many leading messages are the fixed part
+	// every run of the same configuration starts with (the system prompt
+	// with the tool list): a backend may keep their KV state on disk for
+	// later processes (the llama backend's prompt cache). Nothing a user
+	// typed, no query, plan or observation may be among them; 0: none.
+	PersistableMessages int
 	// OnToken, when set, receives each piece of generated text as it arrives.
 	OnToken func(piece string)
 }
@@ -66,6 +72,9 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`     // prompt tokens evaluated by the model
 	CachedTokens     int `json:"cached_tokens"`     // prompt tokens reused from the KV cache
 	CompletionTokens int `json:"completion_tokens"` // tokens generated
+	// DiskCachedTokens of CachedTokens were loaded from the prompt cache on
+	// disk (a pinned prefix an earlier process evaluated).
+	DiskCachedTokens int `json:"disk_cached_tokens,omitempty"`
 	// CPUWaitMS is time spent waiting for other tact processes' model work
 	// (the CPU lock, internal/cpulock); not tokens, and not in Total.
 	CPUWaitMS int64 `json:"cpu_wait_ms,omitempty"`
@@ -77,6 +86,7 @@ func (u Usage) Add(o Usage) Usage {
 		PromptTokens:     u.PromptTokens + o.PromptTokens,
 		CachedTokens:     u.CachedTokens + o.CachedTokens,
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		DiskCachedTokens: u.DiskCachedTokens + o.DiskCachedTokens,
 		CPUWaitMS:        u.CPUWaitMS + o.CPUWaitMS,
 	}
 }
@@ -91,8 +101,10 @@ type Response struct {
 }
 
 // Backend is a language model. Complete must honour ctx cancellation (the
-// llama backend checks it between tokens) and be safe to call sequentially;
-// tact never calls one backend concurrently.
+// llama backend checks it between tokens; cancelling one call ends only that
+// call) and be safe to call from many goroutines at once: a runtime's jobs
+// share one backend (tact batch). A backend that serves several calls at
+// once says how many (Concurrent); the others may serialize them.
 type Backend interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 	Close() error

@@ -18,3 +18,9 @@ func (n None) Complete(_ context.Context, req Request) (Response, error) {
 }
 
 func (None) Close() error { return nil }
+
+// ModelInfo: no model.
+func (None) ModelInfo() ModelInfo { return ModelInfo{Backend: "none"} }
+
+// Concurrency: every call fails at once.
+func (None) Concurrency() int { return Unbounded }

@@ -19,7 +19,13 @@ type ScriptEntry struct {
 	// DelayMS makes the reply arrive slowly (token by token) so tests can
 	// exercise cancellation and timeouts during a model call.
 	DelayMS int `json:"delay_ms,omitempty"`
-	used    bool
+	// Expect and ExpectNot are texts the call's prompt (all its messages)
+	// must and must not contain; a call that breaks one fails with an
+	// error naming the text, so tests can check what a model was shown
+	// (a follow-up's earlier turns, a cleared conversation).
+	Expect    []string `json:"expect,omitempty"`
+	ExpectNot []string `json:"expect_not,omitempty"`
+	used      bool
 }
 
 // Script replays canned replies from a JSONL file: each call takes the next
@@ -96,6 +102,9 @@ func (s *Script) Complete(ctx context.Context, req Request) (Response, error) {
 	if e == nil {
 		return Response{}, fmt.Errorf("script %s: no entries left for kind %q", s.name, req.Kind)
 	}
+	if err := e.check(req.Messages); err != nil {
+		return Response{}, fmt.Errorf("script %s: %w", s.name, err)
+	}
 	prompt := EstimatePrompt(req.Messages)
 	cached := s.cachedPrefix(req.Messages)
 	// Deliver word by word so OnToken and cancellation behave like a real model.
@@ -123,6 +132,29 @@ func (s *Script) Complete(ctx context.Context, req Request) (Response, error) {
 	return Response{Text: e.Text, Usage: Usage{PromptTokens: prompt - cached, CachedTokens: cached, CompletionTokens: len(pieces)}}, nil
 }
 
+// check tests the prompt against the entry's expect and expect_not texts.
+func (e *ScriptEntry) check(msgs []Message) error {
+	if len(e.Expect) == 0 && len(e.ExpectNot) == 0 {
+		return nil
+	}
+	var all strings.Builder
+	for _, m := range msgs {
+		all.WriteString(m.Content)
+		all.WriteByte('\n')
+	}
+	for _, want := range e.Expect {
+		if !strings.Contains(all.String(), want) {
+			return fmt.Errorf("the prompt does not contain %q (expect)", want)
+		}
+	}
+	for _, bad := range e.ExpectNot {
+		if strings.Contains(all.String(), bad) {
+			return fmt.Errorf("the prompt contains %q (expect_not)", bad)
+		}
+	}
+	return nil
+}
+
 // cachedPrefix is the estimated size of the whole messages msgs shares with
 // the previous prompt, and remembers msgs as the previous prompt.
 func (s *Script) cachedPrefix(msgs []Message) int {
@@ -143,3 +175,12 @@ func (s *Script) cachedPrefix(msgs []Message) int {
 }
 
 func (s *Script) Close() error { return nil }
+
+// ModelInfo names the script file (there is no model); it sets no
+// context bound of its own.
+func (s *Script) ModelInfo() ModelInfo { return ModelInfo{Backend: "script", Script: s.name} }
+
+// Concurrency: calls only take turns to pick their entry, so none waits
+// for another's reply (a run's replies still come in file order only when
+// runs do not overlap).
+func (s *Script) Concurrency() int { return Unbounded }

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -95,3 +96,49 @@ func FuzzParseScript(f *testing.F) {
 		}
 	})
 }
+
+// The model-free backends describe themselves and serve calls at once.
+func TestModelFreeCapabilities(t *testing.T) {
+	sc, err := ParseScript(strings.NewReader(`{"text":"a"}`), "replies.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		b           Backend
+		info        ModelInfo
+		header      map[string]any
+		concurrency int
+	}{
+		{"script", sc, ModelInfo{Backend: "script", Script: "replies.jsonl"}, map[string]any{"backend": "script", "script": "replies.jsonl"}, Unbounded},
+		{"none", None{Why: "several models"}, ModelInfo{Backend: "none"}, map[string]any{"backend": "none"}, Unbounded},
+		{"undescribed", bare{}, ModelInfo{}, map[string]any{}, 1},
+		{"sized", sized{bare{}, 512}, ModelInfo{ContextSize: 512}, map[string]any{}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := InfoOf(tc.b)
+			if info != tc.info {
+				t.Errorf("info %+v, want %+v", info, tc.info)
+			}
+			if h := info.Header(); fmt.Sprint(h) != fmt.Sprint(tc.header) {
+				t.Errorf("header %v, want %v", h, tc.header)
+			}
+			if n := ConcurrencyOf(tc.b); n != tc.concurrency {
+				t.Errorf("concurrency %d, want %d", n, tc.concurrency)
+			}
+		})
+	}
+}
+
+// bare is a backend with no optional capability.
+type bare struct{}
+
+func (bare) Complete(context.Context, Request) (Response, error) { return Response{}, nil }
+func (bare) Close() error                                        { return nil }
+
+type sized struct {
+	bare
+	n int
+}
+
+func (s sized) ContextSize() int { return s.n }

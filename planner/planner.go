@@ -30,6 +30,10 @@ type Planner struct {
 	// MinReplyTokens is the room a plan reply needs at least; with less
 	// left the prompt does not fit. 0: MaxTokens.
 	MinReplyTokens int
+	// Conversation is the earlier turns of a conversation (tact chat),
+	// rendered, oldest first: the planner sees them before the query so a
+	// follow-up ("now open the second one") can be planned.
+	Conversation []string
 }
 
 // TranscriptEntry is one executed or skipped action, given to the planner on a replan.
@@ -89,7 +93,7 @@ func SchemaTools(tools []exec.Tool) []schema.Tool {
 // what ran so far and old is the plan being replaced (may be nil).
 func (p *Planner) Plan(ctx context.Context, query string, transcript []TranscriptEntry, old *Plan) (*Plan, llm.Usage, error) {
 	tools := p.tools()
-	data := prompt.Planner{Tools: PromptTools(tools), Query: query, MaxSteps: p.MaxSteps}
+	data := prompt.Planner{Tools: PromptTools(tools), Query: query, MaxSteps: p.MaxSteps, Conversation: p.Conversation}
 	for _, t := range transcript {
 		data.Transcript = append(data.Transcript, prompt.TranscriptEntry{
 			Step: t.Step, Tool: t.Tool, Args: string(t.Args), Stdout: t.Stdout, Stderr: t.Stderr,
@@ -110,6 +114,9 @@ func (p *Planner) Plan(ctx context.Context, query string, transcript []Transcrip
 		Schema:    sch,
 		Sampling:  p.Sampling,
 		MaxTokens: maxTokens,
+		// The system message: instructions and tools, no query (that is in
+		// the user message); a backend may keep its KV state on disk.
+		PersistableMessages: 1,
 	}
 	resp, err := p.Backend.Complete(ctx, req)
 	if err != nil {
@@ -154,6 +161,13 @@ func (p *Planner) fit(data prompt.Planner) ([]llm.Message, int, error) {
 	}
 	count := llm.CounterFor(p.Backend)
 	n := count.Prompt(msgs)
+	// The oldest earlier turns of a conversation go first, one by one.
+	for n+minReply > window && len(data.Conversation) > 0 {
+		data.Conversation = data.Conversation[1:]
+		data.ConversationOmitted++
+		msgs = plannerMessages(data)
+		n = count.Prompt(msgs)
+	}
 	for step := 0; n+minReply > window; step++ {
 		shorter, ok := shortenTranscript(data, step)
 		if !ok {

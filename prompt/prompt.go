@@ -84,6 +84,10 @@ type Planner struct {
 	Transcript []TranscriptEntry // empty on the first plan
 	Omitted    int               // earlier transcript entries left out to fit the context
 	OldPlan    []string
+	// Conversation is the earlier turns of a conversation (tact chat), each
+	// rendered; ConversationOmitted counts older ones left out to fit.
+	Conversation        []string
+	ConversationOmitted int
 }
 
 // TranscriptEntry is one executed (or skipped) action, given to the planner on a replan.
@@ -125,9 +129,32 @@ type CompactNote struct {
 	Summary     string
 }
 
+// EarlierTurn is one finished turn of a conversation (tact chat), shown to
+// the model before a later turn's query.
+type EarlierTurn struct {
+	N       int // the turn's number, from 1
+	Query   string
+	Actions []EarlierAction
+	Answer  string
+	Note    string // how the turn ended when it did not succeed
+}
+
+// EarlierAction is one action of an earlier turn with a short observation.
+type EarlierAction struct {
+	Call    string // tool and arguments
+	Outcome string // "ok", "failed (exit code 1): ...", "skipped ..."
+	Output  string // the observation's first lines, with a cut note
+}
+
+// EarlierSummary stands for compacted earlier turns.
+type EarlierSummary struct {
+	First, Last int
+	Summary     string
+}
+
 // Render executes the named template ("system", "task", "next",
 // "observation", "planner_system", "planner_user", "fill", "fallback",
-// "compact_request", "compact_note").
+// "compact_request", "compact_note", "earlier_turn", "earlier_summary").
 func Render(name string, data any) string {
 	var b bytes.Buffer
 	if err := tmpl.ExecuteTemplate(&b, name, data); err != nil {

@@ -14,6 +14,7 @@ const (
 	EventPlanInvalid   = "plan_invalid"
 	EventExecuteStart  = "execute_start"
 	EventPlan          = "plan"
+	EventAction        = "action" // a tool call as it starts, before approval and its run
 	EventStep          = "step"
 	EventSkip          = "skip"
 	EventInvalidAction = "invalid_action"

@@ -82,6 +82,12 @@ type Executor struct {
 	// SpentUsage is what the run already spent before Run (the planning
 	// call); it counts toward the result's usage and the token budget.
 	SpentUsage llm.Usage
+	// Conversation is the earlier turns of a conversation (tact chat),
+	// oldest first: the run shows them to the model between the system
+	// prompt and its query, folding the oldest into a summary when they
+	// would crowd the window, and reports the entries it used in
+	// Result.Conversation (see conversation.go).
+	Conversation []ConversationEntry
 }
 
 // defaultCannotPrefixes detect a model saying it cannot do the task (the
@@ -122,6 +128,7 @@ type run struct {
 	// recorded on the step it chose.
 	lastPromptTokens int
 	records          []stepRecord
+	convFold         *conversationFold // the earlier turns folded when the run started
 	transcript       []planner.TranscriptEntry
 	stopQuery        *gojq.Code
 	forceModel       bool   // the plan cannot decide the next action
@@ -187,7 +194,31 @@ func (e *Executor) newRun(ctx context.Context, query string, plan *planner.Plan)
 	r.addHist(llm.RoleSystem, r.systemPrompt(), histPinned)
 	r.addHist(llm.RoleUser, prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline()}), histPinned)
 	r.initWindow()
+	if len(e.Conversation) > 0 {
+		r.addConversation()
+	}
 	return r
+}
+
+// addConversation puts the earlier turns between the system prompt and the
+// task, pinned: they may take half of what the window leaves the run (the
+// oldest are folded when they would take more), the other half is the
+// run's own steps.
+func (r *run) addConversation() {
+	room := 0
+	if r.win.size > 0 {
+		room = max(r.win.historyRoom()/2, 1)
+	}
+	conv, fold := fitConversation(r.e.Conversation, room, r.win.count)
+	r.convFold = fold
+	r.res.Conversation = conv
+	sys, task := r.hist[0], r.hist[1]
+	r.hist = append(r.hist[:0:0], sys)
+	for _, m := range conversationMessages(conv) {
+		r.hist = append(r.hist, histMsg{Message: m, kind: histPinned})
+	}
+	r.hist = append(r.hist, task)
+	r.initWindow()
 }
 
 func (r *run) defaults() {
@@ -254,6 +285,12 @@ func (r *run) main() {
 		r.stopQuery = code
 	}
 	r.emit(EventExecuteStart, map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun, "context": r.contextInfo()})
+	if f := r.convFold; f != nil {
+		r.emit(EventCompaction, map[string]any{"scope": "conversation", "tokens_before": f.before, "tokens_after": f.after,
+			"entries_compacted": f.folded, "first_turn": f.first, "last_turn": f.last, "method": "extractive",
+			"context_size": r.win.size, "token_usage": llm.Usage{}})
+		r.progress("compacted earlier turns %d-%d (%d -> %d tokens)", f.first, f.last, f.before, f.after)
+	}
 	if r.plan != nil {
 		r.emitPlan(EventPlan, map[string]any{"token_usage": e.SpentUsage})
 	} else {
@@ -786,6 +823,9 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		return
 	}
 
+	// The action as it starts, before any approval: a terminal shows it
+	// above the approval prompt and the tool's output.
+	r.emit(EventAction, map[string]any{"iteration": len(r.res.Trace.Steps) + 1, "tool": act.Tool, "args": act.Args, "source": source, "thought": act.Thought})
 	// Approval: write/exec tools go through the gate.
 	decision := ""
 	var result exec.Result

@@ -126,6 +126,11 @@ type Result struct {
 		Steps []StepTrace `json:"steps"`
 	} `json:"trace"`
 
+	// Conversation is the earlier turns the run was given, as it used
+	// them (the oldest perhaps folded into a summary): the next turn of the
+	// conversation starts from these, so its prompt prefix is the same.
+	Conversation []ConversationEntry `json:"-"`
+
 	// cancelExitCode is the exit code a cancellation's cause asked for
 	// (143 for SIGTERM); 0 means the reason's own.
 	cancelExitCode int

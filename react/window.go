@@ -228,7 +228,19 @@ func (r *run) prepare(kind llm.Kind, extra ...llm.Message) (prepared, error) {
 // event first (only calls that are made are recorded).
 func (r *run) send(p prepared, schema json.RawMessage) (llm.Response, error) {
 	r.emit(EventModelCall, map[string]any{"kind": p.kind, "prompt_tokens": p.tokens, "max_tokens": p.maxTokens, "context_size": r.win.size})
-	return r.complete(llm.Request{Kind: p.kind, Messages: p.msgs, Schema: schema, Sampling: r.e.Sampling, MaxTokens: p.maxTokens})
+	return r.complete(llm.Request{Kind: p.kind, Messages: p.msgs, Schema: schema, Sampling: r.e.Sampling, MaxTokens: p.maxTokens,
+		PersistableMessages: r.persistable()})
+}
+
+// persistable is how many leading messages of every prompt a backend may
+// keep on disk across runs (llm.Request.PersistableMessages): the system
+// prompt with the tools, which holds only configuration. The rest of the
+// pinned prefix never: the task message holds the query and the plan.
+func (r *run) persistable() int {
+	if len(r.hist) > 0 && r.hist[0].kind == histPinned && r.hist[0].Role == llm.RoleSystem {
+		return 1
+	}
+	return 0
 }
 
 // compaction describes one compaction for its trace event.
@@ -332,7 +344,8 @@ func (r *run) modelSummary(upto []histMsg, room int) (text, method, why string, 
 		return "", "", fmt.Sprintf("the summary request (%d tokens) does not fit", n), usage
 	}
 	maxLen := int(float64(room) * r.win.bytesPerToken * 0.9)
-	resp, err := r.complete(llm.Request{Kind: llm.KindSummary, Messages: msgs, Schema: schema.Summary(maxLen), Sampling: r.e.Sampling, MaxTokens: room})
+	resp, err := r.complete(llm.Request{Kind: llm.KindSummary, Messages: msgs, Schema: schema.Summary(maxLen), Sampling: r.e.Sampling, MaxTokens: room,
+		PersistableMessages: r.persistable()})
 	r.addUsage(resp.Usage)
 	if err != nil {
 		r.e.Log.Warn("compaction: the model's summary failed; extracting one", "err", err)

@@ -15,8 +15,8 @@ import (
 // is a path or not a catalog name, needs nothing. Without --pull it does
 // nothing: a run never downloads unasked.
 func pullForRun(ctx context.Context, s *config.Settings, streams *iostreams) error {
-	if !s.Pull {
-		return nil
+	if !s.Pull || s.Backend == "openai" || (s.Backend == "" && s.BaseURL != "" && s.Model == "") {
+		return nil // no model file: the openai backend's model is on its server
 	}
 	dir := s.ModelsDirectory()
 	var e models.CatalogEntry

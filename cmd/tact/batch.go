@@ -12,27 +12,26 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
-	"golang.org/x/term"
 )
 
 // exitBatchFailed is tact batch's exit code when it ran every query it read
 // and at least one did not succeed (each result line says why).
 const exitBatchFailed = 9
 
-// batchOptions is the test seam of tact batch.
+// batchOptions is tact batch's test seam: everything it needs, parsed.
 type batchOptions struct {
-	S           *config.Settings
-	IO          *iostreams
-	Args        []string
-	Ordered     bool
-	SettingName func(field string) string
+	IO      *iostreams
+	S       *config.Settings
+	Runtime runtimeFunc
+	Args    []string // the queries file, or none or "-" for standard input
+	Ordered bool
 }
 
-func newBatchCmd(s *config.Settings, origin *config.Origin, streams *iostreams) *cobra.Command {
-	o := &batchOptions{S: s, IO: streams}
+// newBatchCmd makes tact batch; runF (nil: batchRun) runs it, for tests.
+func newBatchCmd(f *factory, runF func(context.Context, *batchOptions) error) *cobra.Command {
+	o := &batchOptions{IO: f.IO, S: f.Settings, Runtime: f.Runtime}
 	cmd := &cobra.Command{
 		Use:   "batch [QUERIES|-]",
 		Short: "Run many queries on one loaded model; one JSON result a line",
@@ -46,21 +45,27 @@ func newBatchCmd(s *config.Settings, origin *config.Origin, streams *iostreams) 
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
-			o.SettingName = func(field string) string {
-				f := c.Flag(config.Flag(field))
-				return origin.Name(field, f != nil && f.Changed)
+			if runF != nil {
+				return runF(c.Context(), o)
 			}
-			return batchCommand(c.Context(), o)
+			return batchRun(c.Context(), o)
 		},
+		Annotations: map[string]string{annSettings: "flags"},
 	}
-	addRunFlags(cmd.Flags(), s, modeBatch)
-	cmd.Flags().IntVar(&s.Parallel, "parallel", s.Parallel, "queries run at once, each in its own sequence of the model's context (1 to 64)")
-	cmd.Flags().BoolVar(&o.Ordered, "ordered", false, "write the results in input order instead of as they finish")
-	cmd.Annotations = map[string]string{annSettings: "flags"}
+	// run's flags but --json (results are always JSON) and --query.
+	fl, s := cmd.Flags(), f.Settings
+	addWorkspaceFlags(fl, s)
+	addOutputFlags(fl, s, "")
+	addPlannerFlags(fl, s, "tools the runs may use, comma-separated (default: each plan's tools)")
+	addModelFlags(fl, s)
+	addExecutorFlags(fl, s)
+	addSafetyFlags(fl, s)
+	fl.IntVar(&s.Parallel, "parallel", s.Parallel, "queries run at once, each in its own sequence of the model's context (1 to 64)")
+	fl.BoolVar(&o.Ordered, "ordered", false, "write the results in input order instead of as they finish")
 	return cmd
 }
 
-func batchCommand(ctx context.Context, o *batchOptions) error {
+func batchRun(ctx context.Context, o *batchOptions) error {
 	s := o.S
 	name := "-"
 	var in io.Reader = o.IO.In
@@ -72,24 +77,20 @@ func batchCommand(ctx context.Context, o *batchOptions) error {
 		}
 		defer f.Close()
 		in = f
-	} else if f, ok := o.IO.In.(*os.File); ok && len(o.Args) == 0 && term.IsTerminal(int(f.Fd())) {
+	} else if len(o.Args) == 0 && stdinIsTerminal(o.IO) {
 		return badInputf("no queries: pass a file, or pipe them in (use - to type them on the terminal)")
-	}
-	if err := pullForRun(ctx, s, o.IO); err != nil {
-		return err
 	}
 	prog := newProgress(o.IO, s.Quiet)
 	defer prog.done()
 	// Every run is unattended: no prompter, whatever the terminal.
-	rt, err := agent.Open(ctx, s, agent.Options{Mode: "batch", SettingName: o.SettingName,
-		OnRedactor: func(red *exec.Redactor) { redactStderr(o.IO, red) }})
+	rt, err := o.Runtime(ctx, agent.Options{Mode: "batch"})
 	if err != nil {
 		return engineExit(err)
 	}
-	defer rt.Close()
 
 	out := bufio.NewWriter(o.IO.Out)
 	start := time.Now()
+	// --parallel, at most what the backend serves at once (RunBatch).
 	counts, err := rt.RunBatch(ctx, in, agent.BatchOptions{Name: name, Parallel: s.Parallel, Ordered: o.Ordered,
 		Progress: func(c agent.BatchCounts) {
 			perMin := float64(c.Done) / max(time.Since(start).Minutes(), 1e-9)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -39,7 +40,8 @@ func systemStreams() *iostreams {
 // signalContext cancels on the first SIGINT/SIGTERM (the run then stops the
 // model between tokens, terminates tools' process groups and writes its
 // termination event); a second SIGINT exits at once. exitCode reports the
-// conventional code for the signal received (130 or 143), or 0.
+// conventional code for the signal received (130 or 143), or 0. While
+// interruptHook is set, SIGINT goes to it instead (tact chat's turns).
 func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 	// The cause carries the signal, so a run can write 143 for SIGTERM in
 	// its termination event (react.ExitCoder).
@@ -55,6 +57,10 @@ func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 			case <-done:
 				return
 			case s := <-ch:
+				if h := interruptHook.Load(); h != nil && s == syscall.SIGINT {
+					(*h)()
+					continue
+				}
 				got++
 				if got == 1 {
 					c := 130
@@ -104,10 +110,16 @@ func tactMain() int {
 	ctx, sigCode, stop := signalContext()
 	defer stop()
 	streams := systemStreams()
-	root, err := newRootCmd(streams)
+	f := newFactory(streams)
+	root, err := newRootCmd(f)
 	if err == nil {
 		root.SetArgs(os.Args[1:])
 		err = root.ExecuteContext(ctx)
+	}
+	// The runtime, if the command opened one, ends before tact prints its
+	// last line: the trace is complete and the MCP servers are gone.
+	if cerr := f.Close(); cerr != nil {
+		slog.Error("closing", "err", cerr)
 	}
 	if err == nil {
 		return 0

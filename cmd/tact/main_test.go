@@ -56,6 +56,7 @@ func TestScripts(t *testing.T) {
 			// developer's shell.
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
 			env.Setenv("XDG_DATA_HOME", env.WorkDir+"/.local/share")
+			env.Setenv("XDG_CACHE_HOME", env.WorkDir+"/.cache")
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("TACT_NO_INPUT", "1")
 			// The repository root, so scripts can run the shipped examples

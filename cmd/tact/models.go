@@ -33,7 +33,7 @@ func newModelsCmd(s *config.Settings) *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	cmd.PersistentFlags().StringVar(&s.ModelsDir, "models-dir", s.ModelsDir, "models `DIR` (default $TACT_MODELS_DIR, else $XDG_DATA_HOME/tact/models)")
-	cmd.AddCommand(newModelsListCmd(s), newModelsShowCmd(s), newModelsPullCmd(s), newModelsCatalogCmd(s))
+	cmd.AddCommand(newModelsListCmd(s), newModelsShowCmd(s), newModelsPullCmd(s), newModelsCatalogCmd(s), newModelsCacheCmd(s))
 	return cmd
 }
 

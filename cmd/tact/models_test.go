@@ -549,7 +549,8 @@ func TestModelsPullHubForms(t *testing.T) {
 func runTact(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	root, err := newRootCmd(&iostreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	f := newFactory(&iostreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	root, err := newRootCmd(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,6 +558,9 @@ func runTact(t *testing.T, stdin string, args ...string) (stdout, stderr string,
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	err = root.ExecuteContext(ctx)
+	if cerr := f.Close(); cerr != nil {
+		t.Errorf("closing: %v", cerr)
+	}
 	if err != nil && !errors.Is(err, errSilent) {
 		fmt.Fprintf(&errOut, "tact: %v\n", err)
 	}

@@ -41,7 +41,7 @@ func TestReadmeDocumentsContract(t *testing.T) {
 		}
 	}
 
-	root, err := newRootCmd(&iostreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	root, err := newRootCmd(newFactory(&iostreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +76,7 @@ func TestReadmeDocumentsContract(t *testing.T) {
 	}
 	walk(root)
 	// Guard the walk itself: run's flags alone are dozens.
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	addRunFlags(fs, &config.Settings{}, modeRun)
+	fs := newRunCmd(newFactory(&iostreams{}), nil).Flags()
 	if n := len(flagNames(fs)); checked < n {
 		t.Errorf("checked only %d flags; run alone has %d", checked, n)
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/tactcli/tact/internal/buildinfo"
 )
 
-func newRootCmd(streams *iostreams) (*cobra.Command, error) {
-	// Load never fails: a bad variable is reported below, only by a command
-	// that uses it and only when no flag replaced it.
-	s, origin := config.Load()
-	redactingStderr(streams) // before anything logs; the run sets its secrets
+// newRootCmd makes tact's commands on f. A bad variable in f's settings is
+// reported below, only by a command that uses it and only when no flag
+// replaced it.
+func newRootCmd(f *factory) (*cobra.Command, error) {
+	s, origin, streams := f.Settings, f.Origin, f.IO
 	root := &cobra.Command{
 		Use:           "tact",
 		Short:         "Plan and run shell agents on local llama.cpp models",
@@ -31,10 +31,11 @@ func newRootCmd(streams *iostreams) (*cobra.Command, error) {
 	root.PersistentFlags().BoolVarP(&s.Verbose, "verbose", "v", s.Verbose, "debug logs on stderr, including llama.cpp's")
 	root.PersistentFlags().BoolVar(&s.Quiet, "quiet", s.Quiet, "only errors on stderr")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if err := origin.Check(s, settingsUsedBy(cmd), func(field string) bool {
-			f := cmd.Flag(config.Flag(field))
-			return f != nil && f.Changed
-		}); err != nil {
+		f.changed = func(field string) bool {
+			fl := cmd.Flag(config.Flag(field))
+			return fl != nil && fl.Changed
+		}
+		if err := origin.Check(s, settingsUsedBy(cmd), f.changed); err != nil {
 			return badInput(err)
 		}
 		level := slog.LevelWarn
@@ -48,10 +49,12 @@ func newRootCmd(streams *iostreams) (*cobra.Command, error) {
 		return nil
 	}
 	root.AddCommand(
-		newRunCmd(s, origin, streams, modeRun),
-		newRunCmd(s, origin, streams, modePlan),
-		newRunCmd(s, origin, streams, modeExec),
-		newBatchCmd(s, origin, streams),
+		newRunCmd(f, nil),
+		newPlanCmd(f, nil),
+		newExecCmd(f, nil),
+		newBatchCmd(f, nil),
+		newChatCmd(f, nil),
+		newServeCmd(f, nil),
 		newToolsCmd(s, streams),
 		newMCPCmd(s, streams),
 		newModelsCmd(s),
@@ -69,8 +72,9 @@ func newRootCmd(streams *iostreams) (*cobra.Command, error) {
 	return root, nil
 }
 
-// annSettings marks run, plan and exec: every flag they have is bound to
-// config.Settings, so a setting is used exactly when its flag exists.
+// annSettings marks run, plan, exec and batch: their flags are bound to
+// config.Settings (flags.go), so a setting is used exactly when its flag
+// exists.
 const annSettings = "tact/settings"
 
 // settingsUsedBy says which settings (config field names) cmd uses, so a bad
@@ -116,6 +120,8 @@ func flagError(err error) error {
 		problem = "not a duration (want a number with a unit, e.g. 90s, 5m or 1h30m)"
 	case "bool":
 		problem = "not a boolean (want true or false)"
+	case "size":
+		problem = "not a size (want bytes, or a number with a unit: 300MB, 512MiB, 1.5GiB)"
 	}
 	return fmt.Errorf("--%s %s: %s", ive.GetFlag().Name, strconv.Quote(ive.GetValue()), problem)
 }
@@ -131,71 +137,4 @@ func markUsageErrors(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		markUsageErrors(sub)
 	}
-}
-
-// addRunFlags binds the flags shared by run, plan and exec to the settings
-// loaded from the environment, so flags win over environment variables.
-func addRunFlags(f *pflag.FlagSet, s *config.Settings, mode runMode) {
-	f.StringVar(&s.Workspace, "workspace", s.Workspace, "directory tools work in; they never leave it")
-	f.StringVar(&s.Trace, "trace", s.Trace, "append JSONL trace events to `FILE`")
-	switch mode {
-	case modePlan:
-		f.BoolVar(&s.JSON, "json", s.JSON, "print the plan as one JSON object {plan: [rows], token_usage}")
-		f.StringSliceVar(&s.AllowTools, "allow-tools", s.AllowTools, "tools the planner may use, comma-separated (default: all)")
-	case modeBatch:
-		f.StringSliceVar(&s.AllowTools, "allow-tools", s.AllowTools, "tools the runs may use, comma-separated (default: each plan's tools)")
-	default:
-		f.BoolVar(&s.JSON, "json", s.JSON, "print one JSON result object")
-		f.StringSliceVar(&s.AllowTools, "allow-tools", s.AllowTools, "tools the run may use, comma-separated (default: the plan's tools)")
-	}
-	f.DurationVar(&s.Timeout, "timeout", s.Timeout, "bound the whole run (exit 7)")
-	f.StringVar(&s.Backend, "backend", s.Backend, "model backend: llama, script or none")
-	f.StringVar(&s.Script, "script", s.Script, "JSONL replies for the script backend")
-	f.StringVar(&s.Model, "model", s.Model, "GGUF model path or name (a catalog name after tact models pull NAME)")
-	f.BoolVar(&s.Pull, "pull", s.Pull, "download the catalog model named by --model (default: the recommended one) first")
-	f.IntVar(&s.Threads, "threads", s.Threads, "inference threads (0: physical cores; capped at the CPUs present)")
-	f.IntVar(&s.CtxSize, "ctx-size", s.CtxSize, "context window in tokens for every backend (0: the model's, at most 8192; unlimited for script); refused if its KV cache cannot fit in memory")
-	f.IntVar(&s.BatchSize, "batch-size", s.BatchSize, "prompt batch size in tokens, 1 to 65536")
-	f.BoolVar(&s.FlashAttn, "flash-attention", s.FlashAttn, "use flash attention")
-	f.StringVar(&s.KVCacheType, "kv-cache-type", s.KVCacheType, "KV cache type: f16, q8_0, q4_0")
-	f.IntVar(&s.GPULayers, "gpu-layers", s.GPULayers, "layers to offload to a GPU backend (0: CPU only)")
-	f.Float32Var(&s.Temperature, "temperature", s.Temperature, "sampling temperature, 0 to 10 (0: greedy)")
-	f.IntVar(&s.TopK, "top-k", s.TopK, "top-k sampling (0: off, the whole vocabulary)")
-	f.Float32Var(&s.TopP, "top-p", s.TopP, "top-p sampling, above 0 and at most 1 (1: off)")
-	f.Float32Var(&s.MinP, "min-p", s.MinP, "min-p sampling, 0 to 1 (0: off)")
-	f.IntVar(&s.Seed, "seed", s.Seed, "sampling seed, 0 to 4294967295 (-1: random)")
-	f.IntVar(&s.MaxTokens, "max-tokens", s.MaxTokens, "tokens one model reply may generate (0: until the context is full)")
-	f.BoolVar(&s.RequireThought, "require-thought", s.RequireThought, "model actions need a substantive thought")
-	f.IntVar(&s.MinThoughtLength, "min-thought-length", s.MinThoughtLength, "minimum thought length")
-	f.StringVar(&s.MCPConfig, "mcp-config", s.MCPConfig, "MCP servers `FILE` whose tools runs may use (default $XDG_CONFIG_HOME/tact/mcp.json)")
-	if mode == modePlan {
-		return
-	}
-	if mode != modeBatch {
-		f.StringVar(&s.Query, "query", s.Query, "the query, for plans without a header")
-	}
-	f.BoolVar(&s.NoPlan, "no-plan", s.NoPlan, "free ReAct: no planner")
-	f.IntVar(&s.MaxIterations, "max-iterations", s.MaxIterations, "action budget in --no-plan mode")
-	f.IntVar(&s.RetryBuffer, "retry-buffer", s.RetryBuffer, "extra attempts beyond the plan's steps")
-	f.IntVar(&s.ReplanThreshold, "replan-threshold", s.ReplanThreshold, "consecutive failed tool runs before replanning")
-	f.StringVar(&s.StopWhen, "stop-when", s.StopWhen, "jq expression over each finished step; true ends the run (exit 8)")
-	f.StringVar(&s.ThoughtPrompt, "thought-prompt", s.ThoughtPrompt, "replace the default thought prompt")
-	// One value a flag: a phrase may contain commas.
-	f.StringArrayVar(&s.SuccessPhrases, "success-phrase", s.SuccessPhrases, "observation phrase that ends the run as success (repeatable, one phrase each)")
-	f.StringArrayVar(&s.FailurePhrases, "failure-phrase", s.FailurePhrases, "phrase in an answer or observation that means failure (repeatable, one phrase each)")
-	f.IntVar(&s.StallThreshold, "stall-threshold", s.StallThreshold, "identical actions in a row that end the run as stalled")
-	f.IntVar(&s.MaxObservationTokens, "max-observation-tokens", s.MaxObservationTokens, "cut observations to about this many tokens")
-	f.IntVar(&s.TokenBudget, "token-budget", s.TokenBudget, "total tokens the run may spend (exit 6)")
-	f.Float32Var(&s.CompactAt, "compact-at", s.CompactAt, "summarize older steps when a prompt would fill this share of the context window")
-	f.IntVar(&s.KeepSteps, "keep-steps", s.KeepSteps, "latest steps a compaction keeps whole")
-	f.BoolVar(&s.NoInput, "no-input", s.NoInput, "never prompt, even on a terminal")
-	f.BoolVarP(&s.Yes, "yes", "y", s.Yes, "approve write/exec actions no deny rule forbids")
-	f.StringVar(&s.Policy, "policy", s.Policy, "policy `FILE` (default $XDG_CONFIG_HOME/tact/policy.json)")
-	f.BoolVar(&s.ReadOnly, "read-only", s.ReadOnly, "allow read tools only")
-	f.BoolVar(&s.DryRun, "dry-run", s.DryRun, "show each action and its decision; run read tools only")
-	f.StringVar(&s.Sandbox, "sandbox", s.Sandbox, "kernel sandbox for run_command: workspace-write, read-only or off")
-	f.BoolVar(&s.NoNetwork, "no-network", s.NoNetwork, "run_command may not connect or bind TCP sockets")
-	f.DurationVar(&s.ToolTimeout, "tool-timeout", s.ToolTimeout, "timeout of one run_command (0: 60s)")
-	f.StringArrayVar(&s.Env, "env", s.Env, "KEY=VALUE added to run_command's environment (repeatable)")
-	f.StringArrayVar(&s.Redact, "redact", s.Redact, "regexp whose matches are replaced by [REDACTED] (repeatable)")
 }

@@ -3,14 +3,16 @@ package main
 import (
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 )
 
 // A flag overrides its variable (and silences the variable's error) only if
-// the setting's flag tag names it: every flag of run, plan and exec must be
-// the flag of exactly one config.Settings field.
+// the setting's flag tag names it: every flag of run, plan, exec, batch and
+// serve (but batch's --ordered) must be the flag of exactly one
+// config.Settings field.
 func TestRunFlagsHaveSettingTags(t *testing.T) {
 	byFlag := map[string]string{}
 	for _, f := range config.Fields() {
@@ -21,14 +23,17 @@ func TestRunFlagsHaveSettingTags(t *testing.T) {
 			byFlag[name] = f
 		}
 	}
-	s := &config.Settings{}
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	addRunFlags(fs, s, modeRun)
-	fs.VisitAll(func(f *pflag.Flag) {
-		if _, ok := byFlag[f.Name]; !ok {
-			t.Errorf("flag --%s has no config.Settings field with flag:%q", f.Name, f.Name)
+	f := newFactory(&iostreams{})
+	for _, cmd := range []*cobra.Command{newRunCmd(f, nil), newPlanCmd(f, nil), newExecCmd(f, nil), newBatchCmd(f, nil), newServeCmd(f, nil)} {
+		if cmd.Annotations[annSettings] == "" {
+			t.Errorf("%s: not marked with annSettings", cmd.Name())
 		}
-	})
+		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+			if _, ok := byFlag[fl.Name]; !ok && !(cmd.Name() == "batch" && fl.Name == "ordered") {
+				t.Errorf("%s: flag --%s has no config.Settings field with flag:%q", cmd.Name(), fl.Name, fl.Name)
+			}
+		})
+	}
 }
 
 // The CLI's 0 for --top-k and --min-p means off; the backend reads a zero

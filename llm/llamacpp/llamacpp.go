@@ -79,6 +79,13 @@ type Options struct {
 	// Parallel is how many calls run at once, each in its own sequence
 	// with its own CtxSize window; 0 or 1: one at a time. See parallel.go.
 	Parallel int
+	// PromptCacheDir, when set, keeps the KV state of each request's
+	// persistable prefix (llm.Request.PersistableMessages) in files there
+	// for later processes, and loads it instead of evaluating it; at most
+	// PromptCacheMax bytes of files, the least recently used evicted first.
+	// See promptcache.go.
+	PromptCacheDir string
+	PromptCacheMax int64
 }
 
 // ErrContextFull is wrapped by errors about a prompt or reply that does not
@@ -90,27 +97,29 @@ var ErrContextFull = llm.ErrContextFull
 // from many goroutines: with Parallel 1 they run one at a time, otherwise up
 // to Parallel at once (parallel.go).
 type Backend struct {
-	mu       sync.Mutex
-	serial   chan struct{} // Parallel 1: held by the running call
-	sched    *sched        // Parallel > 1: the scheduler; nil otherwise
-	opts     Options
-	info     *models.Info
-	format   models.Formatter
-	model    *llama.Model
-	lc       *llama.Context
-	batch    *llama.Batch
-	abort    abortFlag
-	gpus     []llama.Devices
-	bos      int      // BOS token the tokenizer adds, -1 when it adds none
-	controls []string // texts of control tokens, neutralized in message content
-	cache    []int    // tokens held in the KV cache (sequence 0), in order
-	grammars map[string]grammarEntry
-	stats    Stats
-	closed   bool
-	cpu      *cpulock.Lock // nil: no lock (opted out, unusable, or all on a GPU)
-	loadWait time.Duration // waited for the lock while loading; reported by the first call
-	threads  int           // llama.cpp's current thread count (a turn's share)
-	call     cpuTurn       // the running call's turn (zero between calls)
+	mu         sync.Mutex
+	serial     chan struct{} // Parallel 1: held by the running call
+	sched      *sched        // Parallel > 1: the scheduler; nil otherwise
+	opts       Options
+	info       *models.Info
+	format     models.Formatter
+	model      *llama.Model
+	lc         *llama.Context
+	batch      *llama.Batch
+	abort      abortFlag
+	gpus       []llama.Devices
+	bos        int                     // BOS token the tokenizer adds, -1 when it adds none
+	controls   []string                // texts of control tokens, neutralized in message content
+	cache      []int                   // tokens held in the KV cache (sequence 0), in order
+	pc         *promptCache            // nil: no prompt cache on disk
+	grammars   map[string]grammarEntry // at most maxGrammars
+	grammarUse int64                   // counts grammar lookups, for least recently used
+	stats      Stats
+	closed     bool
+	cpu        *cpulock.Lock // nil: no lock (opted out, unusable, or all on a GPU)
+	loadWait   time.Duration // waited for the lock while loading; reported by the first call
+	threads    int           // llama.cpp's current thread count (a turn's share)
+	call       cpuTurn       // the running call's turn (zero between calls)
 	// lastPrompt memoizes the latest formatted prompt's tokens: the executor
 	// counts a prompt (CountPrompt) just before sending it.
 	lastPrompt struct {
@@ -134,6 +143,12 @@ type Stats struct {
 	// GrammarFullPasses of them the drawn token was not allowed and the
 	// grammar ran over the whole vocabulary.
 	GrammarTokens, GrammarFullPasses int
+	// The prompt cache on disk (promptcache.go): prefixes loaded (DiskLoads,
+	// DiskLoaded tokens in all) and saved, the time each took, and the size
+	// of the last file loaded or saved.
+	DiskLoads, DiskLoaded, DiskSaves int
+	DiskLoadTime, DiskSaveTime       time.Duration
+	DiskFileBytes                    int64
 }
 
 // Stats returns the counters so far.
@@ -144,8 +159,9 @@ func (b *Backend) Stats() Stats {
 }
 
 type grammarEntry struct {
-	g   *grammarSampler
-	err error
+	g    *grammarSampler
+	err  error
+	used int64 // b.grammarUse when last asked for
 }
 
 var (
@@ -290,6 +306,9 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		}
 	}
 	b.controls = controlTexts(model)
+	if opts.PromptCacheDir != "" {
+		b.pc = newPromptCache(b)
+	}
 	if opts.Parallel > 1 {
 		b.sched = newSched(b, opts.Parallel)
 	}
@@ -439,7 +458,8 @@ func (b *Backend) Close() error {
 	slog.Debug("llama backend totals", "calls", st.Calls, "decodes", st.Decodes, "prompt_evaluated", st.PromptEvaluated,
 		"prompt_reused", st.PromptReused, "prompt_copied", st.PromptCopied, "generated", st.Generated,
 		"prompt_ms", st.PromptTime.Milliseconds(), "gen_ms", st.GenTime.Milliseconds(), "sample_ms", st.SampleTime.Milliseconds(),
-		"grammar_tokens", st.GrammarTokens, "grammar_full_passes", st.GrammarFullPasses)
+		"grammar_tokens", st.GrammarTokens, "grammar_full_passes", st.GrammarFullPasses,
+		"disk_loads", st.DiskLoads, "disk_loaded", st.DiskLoaded, "disk_saves", st.DiskSaves)
 	for _, e := range b.grammars {
 		if e.g != nil {
 			e.g.free()
@@ -500,15 +520,17 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 		return llm.Response{}, err
 	}
 
+	pin := b.pinnedPrefix(req, tokens)
+	disk := b.loadPinned(pin)
 	reused := b.reuse(tokens)
-	resp := llm.Response{Usage: llm.Usage{PromptTokens: len(tokens) - reused, CachedTokens: reused, CPUWaitMS: cpu.waited.Milliseconds()}}
+	resp := llm.Response{Usage: llm.Usage{PromptTokens: len(tokens) - reused, CachedTokens: reused, DiskCachedTokens: disk, CPUWaitMS: cpu.waited.Milliseconds()}}
 
 	b.abort.set(false)
 	stop := context.AfterFunc(ctx, func() { b.abort.set(true) })
 	defer stop()
 
 	start := time.Now()
-	idx, err := b.decode(ctx, tokens[reused:])
+	idx, err := b.decodePrompt(ctx, tokens, reused, pin)
 	b.stats.PromptTime += time.Since(start)
 	b.stats.Calls++
 	b.stats.PromptReused += reused
@@ -584,7 +606,21 @@ func (b *Backend) promptTokens(msgs []llm.Message) ([]int, error) {
 	if prompt == b.lastPrompt.text && b.lastPrompt.tokens != nil {
 		return b.lastPrompt.tokens, nil
 	}
-	tokens, err := b.model.Tokenize(prompt, true, true)
+	tokens, err := b.tokenizePrompt(prompt)
+	if err != nil {
+		return nil, err
+	}
+	if len(tokens) == 0 {
+		return nil, errors.New("llama backend: empty prompt")
+	}
+	b.lastPrompt.text, b.lastPrompt.tokens = prompt, tokens
+	return tokens, nil
+}
+
+// tokenizePrompt tokenizes formatted prompt text: special tokens parsed,
+// BOS added when the tokenizer adds one.
+func (b *Backend) tokenizePrompt(text string) ([]int, error) {
+	tokens, err := b.model.Tokenize(text, true, true)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: tokenize prompt: %w", b.info.Name, err)
 	}
@@ -593,10 +629,6 @@ func (b *Backend) promptTokens(msgs []llm.Message) ([]int, error) {
 	if b.bos >= 0 && len(tokens) > 1 && tokens[0] == b.bos && tokens[1] == b.bos {
 		tokens = tokens[1:]
 	}
-	if len(tokens) == 0 {
-		return nil, errors.New("llama backend: empty prompt")
-	}
-	b.lastPrompt.text, b.lastPrompt.tokens = prompt, tokens
 	return tokens, nil
 }
 
@@ -736,7 +768,24 @@ func seed(s int) uint32 {
 func (b *Backend) grammar(schema []byte) (*grammarSampler, error) {
 	key := string(schema)
 	if e, ok := b.grammars[key]; ok {
+		b.grammarUse++
+		e.used = b.grammarUse
+		b.grammars[key] = e
 		return e.g, e.err
+	}
+	if len(b.grammars) >= maxGrammars {
+		// tact serve's clients send their own tool schemas: keep the most
+		// recently used. Calls hold clones, never the evicted original.
+		oldest, first := "", true
+		for k, e := range b.grammars {
+			if first || e.used < b.grammars[oldest].used {
+				oldest, first = k, false
+			}
+		}
+		if e := b.grammars[oldest]; e.g != nil {
+			e.g.free()
+		}
+		delete(b.grammars, oldest)
 	}
 	var e grammarEntry
 	if gbnf := llama.SchemaToGrammar(schema); gbnf == nil {
@@ -744,9 +793,14 @@ func (b *Backend) grammar(schema []byte) (*grammarSampler, error) {
 	} else if e.g = newGrammarSampler(b.model, string(gbnf)); e.g == nil {
 		e.err = fmt.Errorf("llama backend: llama.cpp cannot parse the grammar of schema %.80s", schema)
 	}
+	b.grammarUse++
+	e.used = b.grammarUse
 	b.grammars[key] = e
 	return e.g, e.err
 }
+
+// maxGrammars bounds the parsed grammars kept, one a distinct schema.
+const maxGrammars = 64
 
 // pieceWriter collects a reply's pieces and passes them on to OnToken
 // whole runes at a time: a token may end inside a UTF-8 sequence.

@@ -526,6 +526,8 @@ func (s *sched) start(j *job, free []*slot) {
 	if src != nil {
 		s.copyPrefix(src, sl, avail)
 	}
+	// A pinned prefix that no sequence holds may be on disk (promptcache.go).
+	j.usage.DiskCachedTokens = s.b.seedSlot(sl, j)
 	j.next = len(sl.cache)
 	j.usage.CachedTokens = j.next
 	if srcJob != nil && future >= len(sl.cache)+followMin {

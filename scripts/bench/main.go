@@ -12,9 +12,14 @@
 //     after another, with the CPU lock and, for N = 2, without it
 //     (concurrent.go);
 //   - parallel sequences (parallel.go): a bare-binding probe of N sequences
-//     decoded in one batch, and 16 concurrent calls at Parallel 1 to 16.
+//     decoded in one batch, and 16 concurrent calls at Parallel 1 to 16;
+//   - with -only openai (openai.go): the same 8-step ReAct run in-process
+//     and through ollama's OpenAI-compatible API (the openai backend);
+//   - with -only serve (serve.go): tact serve under load on loopback,
+//     requests/s and p50/p99 latency at 1, 4 and 16 clients, on the script
+//     backend and the tiny model (under 30 s).
 //
-// -only backend, concurrency, longrun or parallel runs one part; -model picks another
+// -only backend, concurrency, longrun, parallel, batch or openai runs one part; -model picks another
 // model (say the tiny one, to check the mechanics quickly).
 //
 // Run it with `make bench` (the Makefile's cgo flags keep llama.cpp's build
@@ -56,7 +61,7 @@ var (
 	systemFlag      = flag.Int("system-tokens", 1500, "ReAct system prompt length")
 	verboseFlag     = flag.Bool("v", false, "show llama.cpp's logs")
 
-	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel or batch")
+	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel, batch, openai or serve (the last two only when asked)")
 	concurrentFlag    = flag.String("concurrent", "2,4", "counts of concurrent tact processes, comma-separated")
 	unlockedFlag      = flag.Bool("unlocked", true, "also run the smallest -concurrent count without the cpu lock")
 	unlockedLimitFlag = flag.Duration("unlocked-limit", 150*time.Second, "stop the concurrent runs without the cpu lock after this long")
@@ -86,8 +91,13 @@ func progress(format string, a ...any) {
 }
 
 func run() error {
-	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" && *onlyFlag != "parallel" && *onlyFlag != "batch" {
-		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel or batch", *onlyFlag)
+	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" && *onlyFlag != "parallel" && *onlyFlag != "batch" && *onlyFlag != "openai" && *onlyFlag != "serve" {
+		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel, batch, openai or serve", *onlyFlag)
+	}
+	if *onlyFlag == "serve" {
+		// tact serve under load on its own models (the script backend and
+		// the tiny model): under 30 s, only when asked.
+		return serveBench(*threadsFlag)
 	}
 	path := *modelFlag
 	if path == "" {
@@ -141,6 +151,11 @@ func run() error {
 	}
 	if only("parallel") {
 		if err := parallelBench(path, threads); err != nil {
+			return err
+		}
+	}
+	if *onlyFlag == "openai" { // needs ollama: only when asked
+		if err := openaiBench(path, threads); err != nil {
 			return err
 		}
 	}

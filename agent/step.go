@@ -1,0 +1,694 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/prompt"
+	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/schema"
+)
+
+// One ReAct step of a conversation the client holds (the step service of
+// `tact serve`, POST /api/agent/react_step): the client sends its query,
+// the conversation so far with its tools' observations, its tools and the
+// steps it has left; the step answers with one thought and either an
+// action for the client to run or a direct answer. The client runs the
+// tools, never tact. Nothing survives a step but the backend's KV cache:
+// the prompt is laid out so that a conversation that comes back shares
+// its prefix (system prompt, context, earlier turns) with the previous step.
+
+// Statuses of a step's response.
+const (
+	StepActionProposed = "action_proposed"
+	StepDirectResponse = "direct_response_provided"
+	StepError          = "error"
+)
+
+// Roles of conversation turns.
+const (
+	RoleUser            = "user"
+	RoleAssistant       = "assistant"
+	RoleToolObservation = "tool_observation"
+)
+
+// StepRequest is the step service's request; the JSON names are the
+// document's. Tools is tact's extension: with it the reply is constrained
+// to exactly those tools and their JSON Schemas.
+type StepRequest struct {
+	ProjectID     string            `json:"project_id"`
+	SessionID     string            `json:"session_id"`
+	UserQuery     string            `json:"user_query"`
+	History       []StepTurn        `json:"conversation_history"`
+	ContextPaths  []string          `json:"explicit_context_paths"`
+	PinnedIDs     []string          `json:"pinned_item_ids_to_include"`
+	Implicit      *ImplicitContext  `json:"implicit_context"`
+	VectorResults []json.RawMessage `json:"vector_search_results_to_include"`
+	ToolsPrompt   string            `json:"available_tools_prompt_segment"`
+	LLMConfig     *StepLLMConfig    `json:"llm_config"`
+	UserAPIKeys   map[string]string `json:"user_api_keys"`
+	// IterationsLeft nil: the server's --max-iterations.
+	IterationsLeft *int       `json:"max_iterations_left"`
+	Tools          []StepTool `json:"tools"`
+}
+
+// ImplicitContext is what the client's editor shows.
+type ImplicitContext struct {
+	LastFocusedFilePath string `json:"last_focused_file_path"`
+}
+
+// StepLLMConfig is the client's model settings. tact serves one model, so
+// ModelName is not used; TokenLimit bounds the prompt and reply,
+// ReservedOutputTokens the reply (both at most the server's), Temperature
+// replaces the server's.
+type StepLLMConfig struct {
+	ModelName            string   `json:"modelName"`
+	TokenLimit           int      `json:"tokenLimit"`
+	ReservedOutputTokens int      `json:"reservedOutputTokens"`
+	Temperature          *float64 `json:"temperature"`
+}
+
+// StepTurn is one turn of the conversation.
+type StepTurn struct {
+	Role       string          `json:"role"`
+	Content    string          `json:"content"`
+	ToolCall   *StepToolCall   `json:"toolCall,omitempty"`
+	ToolResult *StepToolResult `json:"toolResult,omitempty"`
+	Timestamp  string          `json:"timestamp,omitempty"`
+}
+
+// StepToolCall is an assistant turn's action.
+type StepToolCall struct {
+	Name       string          `json:"name"`
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// StepToolResult is what the client's tool returned.
+type StepToolResult struct {
+	Success bool            `json:"success"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// StepTool is a client tool with the JSON Schema of its arguments object.
+type StepTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// StepResponse is the step service's response. Error (tact's extension)
+// says what went wrong when Status is "error".
+type StepResponse struct {
+	SessionID           string             `json:"session_id"`
+	Thought             string             `json:"thought"`
+	ActionDetails       *StepActionDetails `json:"action_details"`
+	DirectResponse      *string            `json:"direct_response"`
+	History             []StepTurn         `json:"updated_conversation_history"`
+	IterationsRemaining int                `json:"iterations_remaining"`
+	Status              string             `json:"status"`
+	Error               string             `json:"error,omitempty"`
+	// Usage is the model call's, for the server's metrics and logs.
+	Usage llm.Usage `json:"-"`
+}
+
+// StepActionDetails is the action the client should run.
+type StepActionDetails struct {
+	ToolName        string          `json:"tool_name"`
+	ToolArgs        json.RawMessage `json:"tool_args"`
+	RawActionString string          `json:"raw_action_string"`
+}
+
+//go:embed stepschema.json
+var stepSchemaJSON []byte
+
+var stepValidator = sync.OnceValues(func() (*schema.Validator, error) { return schema.Compile(stepSchemaJSON) })
+
+// StepRequestSchema is the JSON Schema requests are checked against.
+func StepRequestSchema() json.RawMessage { return stepSchemaJSON }
+
+// DecodeStepRequest parses and checks a request body. Every problem is an
+// ErrBadInput error naming the field ("conversation_history[2].role:
+// unknown role \"tool\" ..."); unknown fields are errors. Messages never
+// show the request's user_api_keys.
+func DecodeStepRequest(body []byte) (*StepRequest, error) {
+	v, err := stepValidator()
+	if err != nil {
+		return nil, err // the embedded schema is tested
+	}
+	if _, err := v.DecodeFields(body); err != nil {
+		return nil, badInput(errors.New(redactWith(looseKeys(body))(err.Error())))
+	}
+	var req StepRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, badInputf("request: %v", redactWith(looseKeys(body))(err.Error()))
+	}
+	if err := req.check(); err != nil {
+		return nil, badInput(errors.New(redactWith(req.secrets())(err.Error())))
+	}
+	return &req, nil
+}
+
+// looseKeys finds user_api_keys' values in a body that may not be valid.
+func looseKeys(body []byte) []string {
+	var v struct {
+		Keys map[string]any `json:"user_api_keys"`
+	}
+	_ = json.Unmarshal(body, &v)
+	var out []string
+	for _, k := range v.Keys {
+		if s, ok := k.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (req *StepRequest) secrets() []string {
+	var out []string
+	for _, v := range req.UserAPIKeys {
+		out = append(out, v)
+	}
+	return out
+}
+
+// redactWith hides secrets (each at least 4 bytes, as for environment
+// secrets) in text.
+func redactWith(secrets []string) func(string) string {
+	env := make([]string, len(secrets))
+	for i, s := range secrets {
+		env[i] = fmt.Sprintf("USER_API_%d_KEY=%s", i, s)
+	}
+	red, _ := exec.NewRedactor(env, nil)
+	return red.Redact
+}
+
+// check is what the schema cannot say.
+func (req *StepRequest) check() error {
+	hasUser := false
+	for i, t := range req.History {
+		at := fmt.Sprintf("conversation_history[%d]", i)
+		switch t.Role {
+		case RoleUser:
+			hasUser = true
+		case RoleAssistant, RoleToolObservation:
+		default:
+			return fmt.Errorf("%s.role: unknown role %q (want user, assistant or tool_observation)", at, t.Role)
+		}
+		if t.ToolCall != nil && t.Role != RoleAssistant {
+			return fmt.Errorf("%s.toolCall: only an assistant turn calls a tool", at)
+		}
+		if t.ToolResult != nil && t.Role != RoleToolObservation {
+			return fmt.Errorf("%s.toolResult: only a tool_observation turn has a tool result", at)
+		}
+		if t.Timestamp != "" {
+			if _, err := time.Parse(time.RFC3339Nano, t.Timestamp); err != nil {
+				return fmt.Errorf("%s.timestamp: %q is not an ISO 8601 time like 2024-01-01T00:00:00.000Z", at, t.Timestamp)
+			}
+		}
+	}
+	if strings.TrimSpace(req.UserQuery) == "" && !hasUser {
+		return errors.New("user_query: empty, and conversation_history holds no user turn")
+	}
+	seen := map[string]bool{}
+	for i, t := range req.Tools {
+		at := fmt.Sprintf("tools[%d]", i)
+		switch {
+		case identRE.FindString(t.Name) != t.Name || t.Name == "":
+			return fmt.Errorf("%s.name: %q is not a tool name (letters, digits, _ . -, not starting with a digit)", at, t.Name)
+		case t.Name == exec.FinalAnswer:
+			return fmt.Errorf("%s.name: %s is tact's own way to answer; name the tool differently", at, exec.FinalAnswer)
+		case seen[t.Name]:
+			return fmt.Errorf("%s.name: %q is given twice", at, t.Name)
+		}
+		seen[t.Name] = true
+		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+			var m map[string]any
+			if err := json.Unmarshal(t.Parameters, &m); err != nil {
+				return fmt.Errorf("%s.parameters: %v", at, err)
+			}
+			if typ, ok := m["type"]; ok && typ != "object" {
+				return fmt.Errorf("%s.parameters: the arguments must be an object (\"type\": \"object\"), not %v", at, typ)
+			}
+			if _, err := schema.Compile(t.Parameters); err != nil {
+				return fmt.Errorf("%s.parameters: %v", at, err)
+			}
+		}
+	}
+	return nil
+}
+
+// noArgs is the arguments schema of a tool that gives none.
+var noArgs = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+
+func (t StepTool) schema() json.RawMessage {
+	if len(t.Parameters) == 0 || string(t.Parameters) == "null" {
+		return noArgs
+	}
+	return t.Parameters
+}
+
+// stepCall is one step being answered.
+type stepCall struct {
+	rt      *Runtime
+	req     *StepRequest
+	redact  func(string) string
+	left    int
+	prose   bool // no tools: the prose form
+	sigs    Signatures
+	thought schema.ThoughtOptions
+}
+
+// Step answers one step. A reply the model got wrong, or a failed model
+// call, is a response with status "error"; the error is set only when the
+// step could not be answered at all, typed (KindOf): no model
+// (ErrNeedsModel), a conversation too long for the window
+// (ErrContextTooSmall), ctx's end (ErrTimeout, ErrCancelled).
+func (rt *Runtime) Step(ctx context.Context, req *StepRequest) (*StepResponse, error) {
+	if rt.noModel != nil {
+		return nil, rt.needModel("a step", "")
+	}
+	c := &stepCall{rt: rt, req: req, left: rt.S.MaxIterations, prose: len(req.Tools) == 0,
+		thought: schema.ThoughtOptions{Required: rt.S.RequireThought, MinLength: rt.S.MinThoughtLength}}
+	keys := redactWith(req.secrets())
+	c.redact = func(s string) string { return keys(rt.Redactor.Redact(s)) }
+	if req.IterationsLeft != nil {
+		c.left = *req.IterationsLeft
+	}
+	if c.prose {
+		c.sigs = ParseSignatures(req.ToolsPrompt)
+	}
+	now := time.Now().UTC()
+	resp := &StepResponse{SessionID: req.SessionID, Status: StepError, IterationsRemaining: c.left}
+	if resp.SessionID == "" {
+		resp.SessionID = newUUID()
+	}
+	resp.History = c.history(now)
+
+	msgs, err := c.messages(ctx, resp.History)
+	if err != nil {
+		return nil, err
+	}
+	sch := c.replySchema()
+	out, err := rt.Backend.Complete(ctx, llm.Request{Kind: llm.KindAction, Messages: msgs, Schema: sch,
+		Sampling: c.sampling(), MaxTokens: c.maxTokens()})
+	resp.Usage = out.Usage
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, contextError(ctx)
+	case errors.Is(err, llm.ErrNoModel):
+		return nil, rt.needModel("a step", "")
+	case errors.Is(err, llm.ErrContextFull):
+		return nil, &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf("conversation_history: %v", err)}
+	default:
+		resp.Error = c.redact("model call failed: " + err.Error())
+		return resp, nil
+	}
+	c.answer(resp, out.Text, sch, now)
+	return resp, nil
+}
+
+// history is the request's conversation, secrets hidden, every turn with a
+// timestamp, and the query as the last user turn.
+func (c *stepCall) history(now time.Time) []StepTurn {
+	stamp := now.Format("2006-01-02T15:04:05.000Z07:00")
+	out := make([]StepTurn, 0, len(c.req.History)+2)
+	for _, t := range c.req.History {
+		t.Content = c.redact(t.Content)
+		if t.ToolCall != nil {
+			tc := *t.ToolCall
+			tc.Parameters = exec.RedactJSONWith(tc.Parameters, c.redact)
+			t.ToolCall = &tc
+		}
+		if t.ToolResult != nil {
+			tr := *t.ToolResult
+			tr.Result = exec.RedactJSONWith(tr.Result, c.redact)
+			t.ToolResult = &tr
+		}
+		if t.Timestamp == "" {
+			t.Timestamp = stamp
+		}
+		out = append(out, t)
+	}
+	if strings.TrimSpace(c.req.UserQuery) != "" {
+		out = append(out, StepTurn{Role: RoleUser, Content: c.redact(c.req.UserQuery), Timestamp: stamp})
+	}
+	return out
+}
+
+// answer reads the model's reply into resp.
+func (c *stepCall) answer(resp *StepResponse, reply string, sch json.RawMessage, now time.Time) {
+	var thought, tool, answer string
+	var args json.RawMessage
+	if sch != nil {
+		act, err := react.ParseAction([]byte(reply), sch, c.thought)
+		if err != nil {
+			resp.Error = c.redact("the model's reply is not a valid action: " + err.Error())
+			return
+		}
+		thought, tool, args = act.Thought, act.Tool, act.Args
+		if tool == exec.FinalAnswer {
+			var a struct {
+				Answer string `json:"answer"`
+			}
+			_ = json.Unmarshal(act.Args, &a)
+			tool, answer = "", a.Answer
+		}
+	} else {
+		pr, err := ParseProse(reply, c.sigs)
+		if err != nil {
+			resp.Error = c.redact("the model's reply has no readable action or answer: " + err.Error())
+			return
+		}
+		thought, tool, args, answer = pr.Thought, pr.Tool, pr.Args, pr.Answer
+	}
+	resp.Thought = c.redact(thought)
+	resp.IterationsRemaining = max(c.left-1, 0)
+	stamp := now.Format("2006-01-02T15:04:05.000Z07:00")
+	if tool == "" {
+		a := c.redact(answer)
+		resp.Status, resp.DirectResponse = StepDirectResponse, &a
+		resp.History = append(resp.History, StepTurn{Role: RoleAssistant, Content: a, Timestamp: stamp})
+		return
+	}
+	args = exec.RedactJSONWith(args, c.redact)
+	resp.Status = StepActionProposed
+	resp.ActionDetails = &StepActionDetails{ToolName: tool, ToolArgs: args, RawActionString: "Action: " + FormatProseAction(tool, args)}
+	resp.History = append(resp.History, StepTurn{Role: RoleAssistant, Content: resp.Thought,
+		ToolCall: &StepToolCall{Name: tool, Parameters: args}, Timestamp: stamp})
+}
+
+// replySchema constrains the reply: the client's tools and final_answer;
+// only final_answer when no steps are left; none for the prose form.
+func (c *stepCall) replySchema() json.RawMessage {
+	final := schema.Tool{Name: exec.FinalAnswer, Schema: exec.FinalAnswerTool{}.Schema()}
+	if c.left <= 0 {
+		return schema.Action([]schema.Tool{final}, c.thought, false)
+	}
+	if c.prose {
+		return nil
+	}
+	tools := []schema.Tool{final}
+	for _, t := range c.req.Tools {
+		tools = append(tools, schema.Tool{Name: t.Name, Schema: t.schema()})
+	}
+	return schema.Action(tools, c.thought, false)
+}
+
+func (c *stepCall) sampling() llm.Sampling {
+	sm := Sampling(c.rt.S)
+	if lc := c.req.LLMConfig; lc != nil && lc.Temperature != nil {
+		sm.Temperature = float32(*lc.Temperature)
+	}
+	return sm
+}
+
+// maxTokens is the reply's room: the client's reservedOutputTokens, at
+// most the server's --max-tokens.
+func (c *stepCall) maxTokens() int {
+	n := c.rt.S.MaxTokens
+	if lc := c.req.LLMConfig; lc != nil && lc.ReservedOutputTokens > 0 && (n == 0 || lc.ReservedOutputTokens < n) {
+		n = lc.ReservedOutputTokens
+	}
+	return n
+}
+
+// window is the tokens prompt and reply may take: the backend's window,
+// at most the client's tokenLimit (0: no bound known).
+func (c *stepCall) window() (int, string) {
+	w, what := llm.ContextSizeOf(c.rt.Backend), "the server's context window (--ctx-size)"
+	if w == 0 {
+		w = c.rt.S.CtxSize
+	}
+	if lc := c.req.LLMConfig; lc != nil && lc.TokenLimit > 0 && (w == 0 || lc.TokenLimit < w) {
+		w, what = lc.TokenLimit, "llm_config.tokenLimit"
+	}
+	return w, what
+}
+
+// messages lays the prompt out for prefix reuse: the system prompt (tools),
+// the context, the conversation's turns as the model wrote and saw them,
+// and last the one message that changes every step (the steps left).
+// Context that does not fit the window is left out; a conversation that
+// does not fit is an ErrContextTooSmall error.
+func (c *stepCall) messages(ctx context.Context, history []StepTurn) ([]llm.Message, error) {
+	head := []llm.Message{{Role: llm.RoleSystem, Content: c.systemPrompt()}}
+	var ctxMsg []llm.Message
+	if parts := c.contextParts(ctx); len(parts) > 0 {
+		ctxMsg = []llm.Message{{Role: llm.RoleUser, Content: prompt.Render("step_context", parts)}}
+	}
+	var turns []llm.Message
+	lastTool := ""
+	for _, t := range history {
+		m := c.turnMessage(t, lastTool)
+		if t.ToolCall != nil {
+			lastTool = t.ToolCall.Name
+		}
+		turns = append(turns, m)
+	}
+	next := llm.Message{Role: llm.RoleUser, Content: prompt.Render("step_next", map[string]any{"Left": c.left, "JSON": !c.prose})}
+	build := func(withContext bool) []llm.Message {
+		out := append([]llm.Message(nil), head...)
+		if withContext {
+			out = append(out, ctxMsg...)
+		}
+		out = append(append(out, turns...), next)
+		for i := range out {
+			out[i].Content = c.redact(out[i].Content)
+		}
+		return out
+	}
+	msgs := build(true)
+	window, what := c.window()
+	if window <= 0 {
+		return msgs, nil
+	}
+	counter := llm.CounterFor(c.rt.Backend)
+	reply := c.maxTokens()
+	n := counter.Prompt(msgs)
+	if n+reply <= window {
+		return msgs, nil
+	}
+	if ctxMsg != nil {
+		// As the document says of context building failures: fall back to
+		// the minimal context.
+		msgs = build(false)
+		msgs[len(msgs)-1].Content = "(The context for the query was left out: it does not fit the context window.)\n" + msgs[len(msgs)-1].Content
+		if m := counter.Prompt(msgs); m+reply <= window {
+			return msgs, nil
+		} else {
+			n = m
+		}
+	}
+	return nil, &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf(
+		"conversation_history: the prompt takes %d tokens and the reply needs room for %d, but %s holds %d: send fewer or shorter turns, or start a new session",
+		n, reply, what, window)}
+}
+
+func (c *stepCall) systemPrompt() string {
+	tp := c.rt.S.ThoughtPrompt
+	if tp == "" {
+		tp = prompt.DefaultThoughtPrompt
+	}
+	data := map[string]any{"Segment": strings.TrimSpace(c.req.ToolsPrompt), "ThoughtPrompt": tp,
+		"RequireThought": c.thought.Required, "MinThought": c.thought.MinLength}
+	if !c.prose {
+		tools := []prompt.Tool{}
+		for _, t := range planner.PromptTools([]exec.Tool{exec.FinalAnswerTool{}}) {
+			tools = append(tools, t)
+		}
+		for _, t := range c.req.Tools {
+			var compact bytes.Buffer
+			_ = json.Compact(&compact, t.schema())
+			tools = append(tools, prompt.Tool{Name: t.Name, Description: oneLine(t.Description), Schema: compact.String()})
+		}
+		data["Tools"] = tools
+	}
+	return prompt.Render("step_system", data)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// turnMessage is a turn as the model saw or wrote it: an assistant turn in
+// the reply form it was asked for, so a conversation that comes back
+// matches what the model generated.
+func (c *stepCall) turnMessage(t StepTurn, lastTool string) llm.Message {
+	switch t.Role {
+	case RoleAssistant:
+		if c.prose {
+			if t.ToolCall != nil {
+				return llm.Message{Role: llm.RoleAssistant, Content: "Thought: " + t.Content + "\nAction: " + FormatProseAction(t.ToolCall.Name, params(t.ToolCall))}
+			}
+			return llm.Message{Role: llm.RoleAssistant, Content: "Final Answer: " + t.Content}
+		}
+		act := map[string]any{"thought": t.Content, "tool": exec.FinalAnswer, "args": map[string]string{"answer": t.Content}}
+		if t.ToolCall != nil {
+			act["tool"], act["args"] = t.ToolCall.Name, params(t.ToolCall)
+		} else {
+			delete(act, "thought")
+		}
+		return llm.Message{Role: llm.RoleAssistant, Content: actionJSON(act)}
+	case RoleToolObservation:
+		var b strings.Builder
+		b.WriteString("Observation")
+		if lastTool != "" {
+			fmt.Fprintf(&b, " (%s)", lastTool)
+		}
+		if t.ToolResult != nil && !t.ToolResult.Success {
+			b.WriteString(" ERROR")
+		}
+		b.WriteString(":")
+		if t.Content != "" {
+			b.WriteString("\n" + c.cut(t.Content))
+		}
+		if t.ToolResult != nil && len(t.ToolResult.Result) > 0 && string(t.ToolResult.Result) != "null" {
+			var s string
+			if json.Unmarshal(t.ToolResult.Result, &s) != nil {
+				s = string(t.ToolResult.Result)
+			}
+			if s != t.Content {
+				b.WriteString("\nResult:\n" + c.cut(s))
+			}
+		}
+		return llm.Message{Role: llm.RoleUser, Content: b.String()}
+	}
+	return llm.Message{Role: llm.RoleUser, Content: prompt.Render("task", prompt.Task{Query: t.Content})}
+}
+
+func params(tc *StepToolCall) json.RawMessage {
+	if len(tc.Parameters) == 0 || string(tc.Parameters) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, tc.Parameters) != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b.Bytes()
+}
+
+// actionJSON writes an action as the action schema orders it (thought,
+// tool, args), which is how the model wrote it.
+func actionJSON(act map[string]any) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	first := true
+	for _, k := range []string{"thought", "tool", "args"} {
+		v, ok := act[k]
+		if !ok {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		kb, _ := text.JSON(k)
+		var vb []byte
+		if raw, ok := v.(json.RawMessage); ok {
+			vb = raw
+		} else {
+			vb, _ = text.JSON(v)
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// cut bounds one observation or context item to about
+// --max-observation-tokens tokens (by the four-bytes-a-token estimate, so
+// the same text is always cut the same way: the prefix stays stable).
+func (c *stepCall) cut(s string) string {
+	limit := c.rt.S.MaxObservationTokens * llm.EstimateBytesPerToken
+	if limit <= 0 || len(s) <= limit {
+		return s
+	}
+	// Redact first: a cut must not leave part of a secret.
+	s = c.redact(s)
+	if len(s) <= limit {
+		return s
+	}
+	keep := text.RuneStart(s, limit)
+	return s[:keep] + fmt.Sprintf("\n[cut: %d of %d bytes shown]", keep, len(s))
+}
+
+// contextParts reads the context the request names: explicit paths and
+// pinned ids (workspace files or directories, read with the file tools'
+// confinement), the last focused file, and search results. A path that
+// cannot be read is named with the reason instead of failing the step.
+func (c *stepCall) contextParts(ctx context.Context) []string {
+	var parts []string
+	seen := map[string]bool{}
+	file := func(label, path string) {
+		if seen[path] {
+			return
+		}
+		seen[path] = true
+		body, err := c.readContext(ctx, path)
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("%s %s: not included (%v)", label, path, err))
+			return
+		}
+		parts = append(parts, fmt.Sprintf("%s %s:\n%s", label, path, c.cut(body)))
+	}
+	for _, p := range c.req.ContextPaths {
+		file("File", p)
+	}
+	for _, id := range c.req.PinnedIDs {
+		file("Pinned", id)
+	}
+	if ic := c.req.Implicit; ic != nil && ic.LastFocusedFilePath != "" {
+		file("Last focused file", ic.LastFocusedFilePath)
+	}
+	for i, r := range c.req.VectorResults {
+		var s string
+		if json.Unmarshal(r, &s) != nil {
+			var b bytes.Buffer
+			if json.Compact(&b, r) != nil {
+				continue
+			}
+			s = b.String()
+		}
+		parts = append(parts, fmt.Sprintf("Search result %d:\n%s", i+1, c.cut(s)))
+	}
+	return parts
+}
+
+// readContext reads a workspace file with read_file, or lists a directory
+// with list_files: the tools' own confinement (no path out of the
+// workspace, no symlink leading out, regular files only, size caps).
+func (c *stepCall) readContext(ctx context.Context, path string) (string, error) {
+	args, _ := json.Marshal(map[string]string{"path": path})
+	res := exec.ReadFile{}.Run(ctx, c.rt.Env, args)
+	if res.Err == nil {
+		return res.Output, nil
+	}
+	if dir := (exec.ListFiles{}).Run(ctx, c.rt.Env, args); dir.Err == nil {
+		return dir.Output, nil
+	}
+	return "", errors.New(strings.TrimPrefix(res.Err.Error(), "read_file: "))
+}
+
+// newUUID is a random (version 4) UUID for a new session.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

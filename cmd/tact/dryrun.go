@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/react"
+)
+
+// dryRunSink lists a --dry-run job on stderr as it happens, one sink of
+// its events: first run_command's sandbox (when execution starts), then
+// each step with the decision it got — read tools ran, write/exec tools
+// show what the policy would decide.
+type dryRunSink struct {
+	mu      sync.Mutex
+	write   func(line string)
+	sandbox string // from run_start, printed at execute_start
+}
+
+func newDryRunSink(write func(line string)) *dryRunSink {
+	return &dryRunSink{write: write}
+}
+
+func (d *dryRunSink) Handle(ev react.Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch ev.Type {
+	case react.EventRunStart:
+		var sb exec.SandboxInfo
+		if decodeField(ev.Fields["sandbox"], &sb) == nil {
+			d.sandbox = sb.String()
+		}
+	case react.EventExecuteStart:
+		// Not at run_start: a job that cannot start lists nothing.
+		d.write("dry-run: run_command sandbox: " + d.sandbox)
+	case react.EventStep:
+		var st react.StepTrace
+		if err := decodeField(ev.Fields["step"], &st); err != nil {
+			return
+		}
+		d.write(fmt.Sprintf("dry-run: step %d: %s %s -> %s", st.Iteration, st.Action.Tool, st.Action.Args, dryRunDecision(st)))
+	}
+}
+
+// dryRunDecision says what became of a step in a dry run.
+func dryRunDecision(st react.StepTrace) string {
+	switch {
+	case strings.HasPrefix(st.Decision, "dry_run:"):
+		return "would " + strings.TrimPrefix(st.Decision, "dry_run:")
+	case st.SkipReason != "":
+		return "skipped: " + st.SkipReason
+	case st.Action.Tool == "final_answer":
+		return "final answer"
+	}
+	return "ran (read)"
+}
+
+// decodeField reads an event field into v: the executor's fields are JSON
+// already (json.RawMessage), the engine's are Go values.
+func decodeField(field any, v any) error {
+	raw, ok := field.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(field); err != nil {
+			return err
+		}
+	}
+	return json.Unmarshal(raw, v)
+}

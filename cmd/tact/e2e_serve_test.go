@@ -1,0 +1,231 @@
+package main
+
+// End to end: the built bin/tact serve on the generated tiny model, on a
+// free loopback port: a 3-step conversation, 16 concurrent requests,
+// /healthz, /metrics, and SIGTERM ending it with exit 0.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/internal/synth"
+	"github.com/tactcli/tact/schema"
+)
+
+const (
+	e2eSearchTool = `{"name":"code_search","description":"Search the code for a phrase.","parameters":{"type":"object","properties":{"query":{"type":"string","minLength":1}},"required":["query"],"additionalProperties":false}}`
+	e2eReadTool   = `{"name":"read_file","description":"Read a file of the project.","parameters":{"type":"object","properties":{"path":{"type":"string","minLength":1}},"required":["path"],"additionalProperties":false}}`
+)
+
+// syncBuf collects a child's stderr while the test reads it.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestE2EServe(t *testing.T) {
+	bin := e2eTact(t)
+	model := synth.Cached(t, synth.Tiny)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "auth.js"), []byte("function login(user, password) { return check(user, password) }\n"), 0o644)
+	cmd := osexec.Command(bin, "serve", "--model", model, "--workspace", ws, "--addr", "127.0.0.1:0",
+		"--parallel", "4", "--ctx-size", "8192", "--max-tokens", "256", "--seed", "1", "--shutdown-grace", "5s")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(dir, ".local", "share"), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"), "LANG=C.UTF-8"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	logs := &syncBuf{}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs.Write(append(sc.Bytes(), '\n'))
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+				addr <- line.Addr
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case err := <-exited:
+		t.Fatalf("tact serve exited: %v\n%s", err, logs.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("tact serve did not start\n%s", logs.String())
+	}
+	client := &http.Client{Timeout: 2 * time.Minute}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	step := func(req map[string]any) (int, agent.StepResponse, string) {
+		body, _ := json.Marshal(req)
+		resp, err := client.Post(base+"/api/agent/react_step", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return 0, agent.StepResponse{}, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var sr agent.StepResponse
+		_ = json.Unmarshal(b, &sr)
+		return resp.StatusCode, sr, string(b)
+	}
+
+	// Healthy, with the model loaded and 4 free sequences.
+	code, body := get("/healthz")
+	var h struct {
+		Status      string `json:"status"`
+		Backend     string `json:"backend"`
+		ModelLoaded bool   `json:"model_loaded"`
+		Sequences   struct{ Total, Busy, Free int }
+	}
+	json.Unmarshal([]byte(body), &h)
+	if code != 200 || h.Status != "ok" || h.Backend != "llama" || !h.ModelLoaded || h.Sequences.Total != 4 || h.Sequences.Free != 4 {
+		t.Fatalf("healthz %d %s", code, body)
+	}
+
+	// A 3-step conversation: the client runs each proposed tool and posts
+	// the observation back; with no steps left the answer is direct.
+	tools := []json.RawMessage{json.RawMessage(e2eSearchTool), json.RawMessage(e2eReadTool)}
+	validators := map[string]*schema.Validator{}
+	for _, tl := range tools {
+		var d struct {
+			Name       string
+			Parameters json.RawMessage
+		}
+		json.Unmarshal(tl, &d)
+		validators[d.Name] = schema.MustCompile(d.Parameters)
+	}
+	req := map[string]any{"user_query": "How is login implemented?", "tools": tools, "max_iterations_left": 2,
+		"explicit_context_paths": []string{"auth.js"}}
+	for n, left := range []int{2, 1, 0} {
+		req["max_iterations_left"] = left
+		code, sr, raw := step(req)
+		if code != 200 || sr.IterationsRemaining != max(left-1, 0) {
+			t.Fatalf("step %d: %d %s", n+1, code, raw)
+		}
+		switch {
+		case left == 0 && sr.Status != agent.StepDirectResponse:
+			t.Fatalf("step %d with no steps left: %s", n+1, raw)
+		case sr.Status == agent.StepActionProposed:
+			if _, err := validators[sr.ActionDetails.ToolName].ValidateJSON(sr.ActionDetails.ToolArgs); err != nil {
+				t.Fatalf("step %d: tool_args do not validate: %v\n%s", n+1, err, raw)
+			}
+			req["conversation_history"] = append(sr.History, agent.StepTurn{Role: "tool_observation", Content: "auth.js: login calls check(user, password)",
+				ToolResult: &agent.StepToolResult{Success: true, Result: json.RawMessage(`"1 match"`)}})
+			req["user_query"] = ""
+		case sr.Status == agent.StepDirectResponse:
+			// An early answer: the client asks a follow-up.
+			req["conversation_history"] = sr.History
+			req["user_query"] = "And where is the password checked?"
+		default:
+			t.Fatalf("step %d: %s", n+1, raw)
+		}
+		req["session_id"] = sr.SessionID
+	}
+
+	// 16 concurrent requests: every one answered; at most 4 decode at once,
+	// the rest wait in the queue.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[string]int{}
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, sr, raw := step(map[string]any{"user_query": fmt.Sprintf("Where is login defined? (%d)", i), "tools": tools, "max_iterations_left": 3})
+			mu.Lock()
+			defer mu.Unlock()
+			if code != 200 || sr.Status == agent.StepError {
+				t.Errorf("request %d: %d %s", i, code, raw)
+			}
+			statuses[sr.Status]++
+		}()
+	}
+	wg.Wait()
+	t.Logf("16 concurrent steps: %v", statuses)
+
+	// The metrics count every step, the tokens, and the prompt prefix the
+	// requests shared.
+	code, body = get("/metrics")
+	if code != 200 || !strings.Contains(body, `tact_http_requests_total{endpoint="/api/agent/react_step",status="200"} 19`) ||
+		!strings.Contains(body, `tact_http_requests_total{endpoint="/healthz",status="200"} 1`) || !strings.Contains(body, "tact_queue_length 0") {
+		t.Fatalf("metrics %d:\n%s", code, body)
+	}
+	for _, kind := range []string{"evaluated", "reused", "generated"} {
+		m := regexp.MustCompile(`tact_tokens_total\{kind="` + kind + `"\} (\d+)`).FindStringSubmatch(body)
+		if m == nil || m[1] == "0" {
+			t.Errorf("tokens %s: %v", kind, m)
+		}
+	}
+
+	// SIGTERM: stops accepting, drains, exits 0.
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("tact serve did not exit within 10 s of SIGTERM\n%s", logs.String())
+	}
+	if time.Since(start) > 6*time.Second {
+		t.Fatalf("shutdown took %s", time.Since(start))
+	}
+	if n := strings.Count(logs.String(), `"msg":"request"`); n != 21 {
+		t.Fatalf("%d request lines, want 21:\n%s", n, logs.String())
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/config"
+)
+
+// execOptions is tact exec's test seam: everything it needs, parsed.
+type execOptions struct {
+	IO      *iostreams
+	S       *config.Settings
+	Runtime runtimeFunc
+	Args    []string // the plan file, or none or "-" for standard input
+}
+
+// newExecCmd makes tact exec; runF (nil: execRun) runs it, for tests.
+func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cobra.Command {
+	o := &execOptions{IO: f.IO, S: f.Settings, Runtime: f.Runtime}
+	cmd := &cobra.Command{
+		Use:   "exec [PLAN.jsonl|-]",
+		Short: "Execute a JSONL plan from a file or standard input",
+		Long:  "Execute a JSONL plan from a file, or from standard input when none is given (or\n\"-\"). The whole plan is checked first: a bad row (unknown tool or field, a\nmissing required argument, a $jq expression that does not compile) exits 2 with\nFILE:LINE before any step runs.",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Args = args
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			return execRun(c.Context(), o)
+		},
+		Annotations: map[string]string{annSettings: "flags"},
+	}
+	fl, s := cmd.Flags(), f.Settings
+	addWorkspaceFlags(fl, s)
+	addOutputFlags(fl, s, "print one JSON result object")
+	addPlannerFlags(fl, s, "tools the run may use, comma-separated (default: the plan's tools)")
+	addModelFlags(fl, s)
+	addQueryFlag(fl, s)
+	addExecutorFlags(fl, s)
+	addSafetyFlags(fl, s)
+	return cmd
+}
+
+func execRun(ctx context.Context, o *execOptions) error {
+	name, data, err := readPlanInput(o.IO, o.Args)
+	if err != nil {
+		return err
+	}
+	// The plan names the MCP servers to start: only those start.
+	job := agent.Job{Query: o.S.Query, PlanName: name, PlanData: data}
+	return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job, planServers(data))
+}

@@ -1,0 +1,335 @@
+package llamacpp
+
+// The prompt cache on disk (Options.PromptCacheDir): warm starts for
+// processes that begin with the same system prompt and tools, a cron job's
+// runs say.
+//
+//   - What is persisted: only the pinned prefix, the leading messages a
+//     request marks persistable (llm.Request.PersistableMessages: the
+//     system prompt with the tool list, never a query, plan, observation
+//     or anything else a user typed), as the chat template formats them.
+//     The full prompt must start with exactly those tokens, else nothing
+//     is persisted. Prefixes under minPinned tokens are not worth a file.
+//   - When: a call whose pinned prefix is not in the KV cache loads it
+//     from disk into its sequence; on a miss it evaluates the prefix
+//     first, saves that sequence's state, then evaluates the rest of its
+//     prompt. With --parallel (parallel.go) a loaded prefix seeds one
+//     sequence and the scheduler's prefix copy shares it with the others;
+//     parallel mode only loads (the serial mode of a cron run or of tact
+//     serve at --parallel 1 writes the files).
+//   - The key (internal/promptcache.Key) covers the model file (path,
+//     size, modification time), the context size, batch size, KV cache
+//     type, flash attention, GPU offload, the payload's layout and the
+//     build (tact's version, the llama.cpp module and its sum, the cgo
+//     flags); the exact tokens name the file and are checked on load.
+//   - The payload: llama.cpp's sequence state (kvstate.go). Its first word
+//     is the context's KV stream count and one cell count follows per
+//     stream, all zero but the saved sequence's; for a plain KV cache the
+//     file keeps only the saved stream's part, and a load frames it for
+//     the loading context, so a prefix saved at --parallel 1 seeds a
+//     sequence of a --parallel 8 context too. Other memory kinds (sliding
+//     window, recurrent) keep the raw state, shared only with a context of
+//     the same shape.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tactcli/tact/internal/buildinfo"
+	"github.com/tactcli/tact/internal/promptcache"
+	"github.com/tactcli/tact/llm"
+)
+
+// minPinned is the shortest prefix worth a file: a few dozen tokens
+// evaluate in about the time a load takes.
+const minPinned = 32
+
+// promptCache is a Backend's view of the prompt cache directory.
+type promptCache struct {
+	store promptcache.Store
+	key   promptcache.Key
+	// streams is the context's KV stream count when its sequence states
+	// are plain KV cache states (kvFraming); 0: other memory, raw states.
+	streams int
+	// pinned memoizes the latest pinned prefix's text and tokens.
+	pinned struct {
+		text   string
+		tokens []int
+	}
+	// saved lists the entries this process saved or tried to: a prefix is
+	// written at most once a process.
+	saved map[string]bool
+}
+
+// newPromptCache sets up the prompt cache of a loaded backend; nil (with
+// a debug line) when the model file cannot be identified.
+func newPromptCache(b *Backend) *promptCache {
+	o := b.opts
+	path, err := filepath.Abs(o.ModelPath)
+	if err == nil {
+		path, err = filepath.EvalSymlinks(path)
+	}
+	var st os.FileInfo
+	if err == nil {
+		st, err = os.Stat(path)
+	}
+	if err != nil {
+		slog.Debug("prompt cache off: cannot identify the model file", "err", err)
+		return nil
+	}
+	pc := &promptCache{
+		store: promptcache.Store{Dir: o.PromptCacheDir, Max: o.PromptCacheMax},
+		key: promptcache.Key{Model: path, ModelSize: st.Size(), ModelMTime: st.ModTime().UnixNano(),
+			CtxSize: o.CtxSize, BatchSize: o.BatchSize, KVType: o.KVCacheType, FlashAttn: o.FlashAttn,
+			Build: buildID()},
+		saved: map[string]bool{},
+	}
+	if o.GPULayers > 0 && len(b.gpus) > 0 {
+		names := make([]string, len(b.gpus))
+		for i, g := range b.gpus {
+			names[i] = g.Library + " " + g.ID
+		}
+		pc.key.GPU = fmt.Sprintf("%d layers on %s", o.GPULayers, strings.Join(names, ", "))
+	}
+	// An empty sequence's state is the stream count and a zero cell count
+	// a stream: 4*(1+streams) bytes for a plain KV cache (one stream a
+	// sequence when split, one in all when unified).
+	empty := seqStateSize(b.lc, 0)
+	if n := empty/4 - 1; empty%4 == 0 && (n == 1 || n == o.Parallel) {
+		pc.streams = n
+		pc.key.Layout = "kv-sequence-1"
+	} else {
+		pc.key.Layout = fmt.Sprintf("raw-%d-%d", empty, o.Parallel)
+	}
+	return pc
+}
+
+var buildOnce = sync.OnceValue(func() string {
+	id := "tact " + buildinfo.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return id
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/ollama/ollama" {
+			if d.Replace != nil {
+				d = d.Replace
+			}
+			id += ", llama.cpp of " + d.Path + " " + d.Version + " " + d.Sum
+		}
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "GOARCH", "GOAMD64", "GOARM64", "CGO_CFLAGS", "CGO_CXXFLAGS", "vcs.revision", "vcs.modified":
+			id += ", " + s.Key + "=" + s.Value
+		}
+	}
+	return id
+})
+
+// buildID names the build that computes KV states: tact's version, the
+// llama.cpp module (go.mod pins it) and the flags it was compiled with.
+func buildID() string { return buildOnce() }
+
+// pinnedPrefix is the prompt's persistable prefix: the tokens of req's
+// first PersistableMessages messages as the chat template formats them,
+// when tokens (the whole prompt) starts with exactly them and goes on
+// after them; else nil. b.mu is held.
+func (b *Backend) pinnedPrefix(req llm.Request, tokens []int) []int {
+	pc := b.pc
+	k := min(req.PersistableMessages, len(req.Messages))
+	if pc == nil || k <= 0 {
+		return nil
+	}
+	clean := make([]llm.Message, k)
+	for i, m := range req.Messages[:k] {
+		clean[i] = llm.Message{Role: m.Role, Content: neutralize(m.Content, b.controls)}
+	}
+	text, err := b.format.Format(clean, false)
+	if err != nil {
+		return nil
+	}
+	if text != pc.pinned.text || pc.pinned.tokens == nil {
+		t, err := b.tokenizePrompt(text)
+		if err != nil {
+			return nil
+		}
+		pc.pinned.text, pc.pinned.tokens = text, t
+	}
+	pin := pc.pinned.tokens
+	if len(pin) < minPinned || len(pin) >= len(tokens) || !slices.Equal(tokens[:len(pin)], pin) {
+		return nil
+	}
+	return tokens[:len(pin):len(pin)]
+}
+
+// loadPinned loads the pinned prefix pin into sequence 0 when the KV cache
+// does not hold it yet, and returns how many tokens came from disk.
+// b.mu is held.
+func (b *Backend) loadPinned(pin []int) int {
+	if len(pin) == 0 || commonPrefix(b.cache, pin) == len(pin) {
+		return 0
+	}
+	loaded, cleared := b.loadSeq(0, pin)
+	if cleared {
+		b.cache = b.cache[:0]
+	}
+	if !loaded {
+		return 0
+	}
+	b.cache = append(b.cache, pin...)
+	return len(pin)
+}
+
+// loadSeq reads pin's entry into sequence seq. On a miss or an entry that
+// cannot be trusted the sequence is untouched; cleared says it was emptied
+// (it holds pin when loaded).
+func (b *Backend) loadSeq(seq int, pin []int) (loaded, cleared bool) {
+	pc := b.pc
+	start := time.Now()
+	frame := promptcache.Frame{}
+	if pc.streams > 0 {
+		frame = promptcache.Frame{Before: 4, After: 4 * (pc.streams - 1)}
+	}
+	buf, err := pc.store.Load(pc.key, pin, frame)
+	if err != nil {
+		var bad *promptcache.BadEntryError
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			slog.Debug("prompt cache miss", "tokens", len(pin), "file", pc.store.Path(pc.key, pin))
+		case errors.As(err, &bad):
+			slog.Debug("prompt cache entry ignored; it will be replaced", "file", bad.Path, "why", bad.Why)
+		default:
+			slog.Debug("prompt cache entry unreadable", "err", err)
+		}
+		return false, false
+	}
+	if pc.streams > 0 {
+		binary.LittleEndian.PutUint32(buf, uint32(pc.streams))
+	}
+	b.lc.KvCacheSeqRm(seq, -1, -1)
+	if err := setSeqState(b.lc, seq, buf); err != nil {
+		b.lc.KvCacheSeqRm(seq, -1, -1)
+		slog.Debug("prompt cache entry ignored; it will be replaced", "file", pc.store.Path(pc.key, pin), "why", err)
+		return false, true
+	}
+	took := time.Since(start)
+	b.statsMu(func(st *Stats) {
+		st.DiskLoads++
+		st.DiskLoaded += len(pin)
+		st.DiskLoadTime += took
+		st.DiskFileBytes = int64(len(buf))
+	})
+	slog.Debug("prompt cache loaded", "tokens", len(pin), "bytes", len(buf), "ms", took.Milliseconds(), "file", pc.store.Path(pc.key, pin))
+	return true, true
+}
+
+// statsMu updates the stats under b.mu when the caller does not hold it
+// (the scheduler goroutine); serial calls hold it already.
+func (b *Backend) statsMu(f func(*Stats)) {
+	if b.sched != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
+	f(&b.stats)
+}
+
+// decodePrompt decodes tokens[from:] (decode's result). When the pinned
+// prefix pin is part of that and this process has not saved it yet, it
+// decodes up to pin's end first and saves sequence 0 there.
+func (b *Backend) decodePrompt(ctx context.Context, tokens []int, from int, pin []int) (int, error) {
+	if pc := b.pc; pc != nil && len(pin) > 0 && from < len(pin) {
+		name := promptcache.Name(pc.key, pin)
+		if !pc.saved[name] {
+			if _, err := b.decode(ctx, tokens[from:len(pin)]); err != nil {
+				return 0, err
+			}
+			pc.saved[name] = true
+			b.saveSeq(0, pin)
+			from = len(pin)
+		}
+	}
+	return b.decode(ctx, tokens[from:])
+}
+
+// saveSeq writes sequence seq's state, which holds exactly pin, to pin's
+// entry. Failures are debug lines: the cache only ever saves time.
+func (b *Backend) saveSeq(seq int, pin []int) {
+	pc := b.pc
+	start := time.Now()
+	state, err := seqState(b.lc, seq)
+	if err == nil && pc.streams > 0 {
+		state, err = streamPart(state, pc.streams, seq)
+	}
+	if err == nil {
+		err = pc.store.Save(pc.key, pin, state)
+	}
+	took := time.Since(start)
+	if err != nil {
+		slog.Debug("prompt cache entry not saved", "tokens", len(pin), "err", err)
+		return
+	}
+	b.stats.PromptTime -= took // Complete counts the prompt's decode around it
+	b.stats.DiskSaves++
+	b.stats.DiskSaveTime += took
+	b.stats.DiskFileBytes = int64(len(state))
+	slog.Debug("prompt cache saved", "tokens", len(pin), "bytes", len(state), "ms", took.Milliseconds(), "file", pc.store.Path(pc.key, pin))
+}
+
+// streamPart is the part of a plain KV cache's sequence state that belongs
+// to the stream of seq: the state without its stream count and the other
+// streams' zero cell counts. An unexpected shape is an error (nothing is
+// saved).
+func streamPart(state []byte, streams, seq int) ([]byte, error) {
+	s := 0 // the stream holding seq: its own when split, the one otherwise
+	if streams > 1 {
+		s = seq
+	}
+	lead, trail := 4+4*s, 4*(streams-1-s)
+	if len(state) < lead+4+trail || binary.LittleEndian.Uint32(state) != uint32(streams) {
+		return nil, errors.New("unexpected sequence state layout")
+	}
+	for _, w := range [][]byte{state[4:lead], state[len(state)-trail:]} {
+		for i := 0; i < len(w); i += 4 {
+			if binary.LittleEndian.Uint32(w[i:]) != 0 {
+				return nil, errors.New("sequence state holds cells of other streams")
+			}
+		}
+	}
+	return state[lead : len(state)-trail], nil
+}
+
+// seedSlot is parallel mode's hook (sched.start): when the slot a job got
+// does not hold the job's pinned prefix, it loads it from disk into the
+// slot's sequence and returns the tokens loaded.
+func (b *Backend) seedSlot(sl *slot, j *job) int {
+	if b.pc == nil {
+		return 0
+	}
+	b.mu.Lock()
+	pin := b.pinnedPrefix(j.req, j.prompt)
+	b.mu.Unlock()
+	if len(pin) == 0 || commonPrefix(sl.cache, pin) == len(pin) {
+		return 0
+	}
+	loaded, cleared := b.loadSeq(sl.seq, pin)
+	if cleared {
+		sl.cache = sl.cache[:0]
+	}
+	if !loaded {
+		return 0
+	}
+	sl.cache = append(sl.cache, pin...)
+	return len(pin)
+}

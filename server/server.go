@@ -1,0 +1,390 @@
+// Package server is `tact serve`: the ReAct step service (POST
+// /api/agent/react_step), whole runs (POST /v1/runs), /healthz and
+// /metrics over HTTP, on one agent.Runtime whose model stays loaded. The
+// engine does the work (agent.Runtime.Step and Run); this package is the
+// HTTP contract around it: authentication, body limits, the bounded queue
+// in front of the model's parallel sequences, timeouts, status codes,
+// metrics, one log line per request and graceful shutdown. docs/serve.md
+// documents it.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/llm"
+)
+
+// Config is how the server listens and admits requests.
+type Config struct {
+	// Token, when set, must come as "Authorization: Bearer TOKEN" on every
+	// request. A non-loopback address needs one (CheckAddr).
+	Token string
+	// MaxBody bounds a request body in bytes (413 beyond).
+	MaxBody int64
+	// Parallel requests run at once (the model's sequences); Queue more
+	// may wait for one (429 beyond).
+	Parallel, Queue int
+	// RequestTimeout bounds one request, queueing included (504); 0: none.
+	RequestTimeout time.Duration
+	// ShutdownGrace is how long in-flight requests may take to finish once
+	// Serve's context ends; then they are cancelled.
+	ShutdownGrace time.Duration
+	// Log receives one line per request (nil: slog.Default()).
+	Log *slog.Logger
+}
+
+// CheckAddr refuses to listen beyond loopback without a token: anyone who
+// can reach the port could run tools in the workspace.
+func CheckAddr(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %v (want HOST:PORT, e.g. 127.0.0.1:8080)", addr, err)
+	}
+	if token != "" || isLoopback(host) {
+		return nil
+	}
+	what := host
+	if host == "" {
+		what = "every interface"
+	}
+	return fmt.Errorf("--addr %s listens on %s, beyond loopback: give --token-env NAME, the environment variable holding a bearer token that every request must send", addr, what)
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Server serves one runtime.
+type Server struct {
+	rt       *agent.Runtime
+	cfg      Config
+	log      *slog.Logger
+	adm      *admission
+	m        *metrics
+	mux      *http.ServeMux
+	draining atomic.Bool
+	// base is every request's parent context: cancelling it ends the
+	// model calls and runs still going when the shutdown grace is over.
+	base       context.Context
+	cancelBase context.CancelFunc
+}
+
+// New makes a server for rt.
+func New(rt *agent.Runtime, cfg Config) (*Server, error) {
+	switch {
+	case cfg.MaxBody <= 0:
+		return nil, fmt.Errorf("--max-body %d: must be at least 1", cfg.MaxBody)
+	case cfg.Parallel < 1:
+		return nil, fmt.Errorf("--parallel %d: must be at least 1", cfg.Parallel)
+	case cfg.Queue < 0:
+		return nil, fmt.Errorf("--queue %d: must not be negative", cfg.Queue)
+	}
+	s := &Server{rt: rt, cfg: cfg, log: cfg.Log, adm: newAdmission(cfg.Parallel, cfg.Queue), mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.m = newMetrics(s.adm, rt.Model())
+	s.mux.HandleFunc("POST /api/agent/react_step", s.step)
+	s.mux.HandleFunc("POST /v1/runs", s.runs)
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.Handle("GET /metrics", s.m.handler())
+	return s, nil
+}
+
+// reqInfo is what a handler tells the request's log line and metrics.
+type reqInfo struct {
+	usage   llm.Usage
+	session string
+	runID   string
+	err     string
+}
+
+type infoKey struct{}
+
+func info(r *http.Request) *reqInfo {
+	if i, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+		return i
+	}
+	return &reqInfo{}
+}
+
+// statusWriter remembers the status sent.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController flush the stream.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// statusClientGone is logged and counted for a request whose client went
+// away before the answer (nginx's convention; nothing is sent).
+const statusClientGone = 499
+
+// ServeHTTP authenticates, routes, and writes the request's log line and
+// metrics. Headers and bodies are never logged.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ri := &reqInfo{}
+	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
+	sw := &statusWriter{ResponseWriter: w}
+	if s.cfg.Token != "" && !s.authorized(r) {
+		sw.Header().Set("WWW-Authenticate", `Bearer realm="tact"`)
+		s.fail(sw, r, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN)")
+	} else {
+		s.mux.ServeHTTP(sw, r)
+	}
+	status := sw.status
+	if status == 0 {
+		status = statusClientGone
+	}
+	endpoint := r.Pattern
+	if i := strings.IndexByte(endpoint, ' '); i >= 0 {
+		endpoint = endpoint[i+1:]
+	}
+	if endpoint == "" {
+		endpoint = "other"
+	}
+	took := time.Since(start)
+	s.m.observe(endpoint, status, took, ri.usage)
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", status, "duration_ms", took.Milliseconds(),
+		"prompt_tokens", ri.usage.PromptTokens, "cached_tokens", ri.usage.CachedTokens, "generated_tokens", ri.usage.CompletionTokens}
+	if ri.session != "" {
+		attrs = append(attrs, "session_id", ri.session)
+	}
+	if ri.runID != "" {
+		attrs = append(attrs, "run_id", ri.runID)
+	}
+	if ri.err != "" {
+		attrs = append(attrs, "error", ri.err)
+	}
+	s.log.Info("request", attrs...)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[len(prefix):])), []byte(s.cfg.Token)) == 1
+}
+
+// errorBody is every error response: status "error" as a step response
+// has it, and the message.
+type errorBody struct {
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// fail answers with an error status and message (already free of secrets).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	msg = s.rt.Redactor.Redact(msg)
+	info(r).err = msg
+	writeJSON(w, code, errorBody{Status: "error", Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := text.JSON(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"status":"error","error":"encoding the response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// readBody reads a JSON body of at most MaxBody bytes; on failure it has
+// answered (413, 415, 400) and returns nil.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) []byte {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+			s.fail(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: want application/json", mt))
+			return nil
+		}
+	}
+	if r.ContentLength > s.cfg.MaxBody {
+		s.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes: at most %d (--max-body)", r.ContentLength, s.cfg.MaxBody))
+		return nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		s.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes (--max-body)", s.cfg.MaxBody))
+		return nil
+	case err != nil:
+		s.fail(w, r, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return nil
+	}
+	return body
+}
+
+// requestContext bounds a request by --request-timeout, under the
+// server's base context (shutdown) and the client's connection.
+func (s *Server) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.base, cancel)
+	if s.cfg.RequestTimeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		return ctx, func() { cancelT(); stop(); cancel() }
+	}
+	return ctx, func() { stop(); cancel() }
+}
+
+// admit takes a sequence for the request, waiting in the queue; on
+// failure it has answered (429 with Retry-After, 504, 503) and returns nil.
+func (s *Server) admit(ctx context.Context, w http.ResponseWriter, r *http.Request) func() {
+	if s.draining.Load() {
+		s.fail(w, r, http.StatusServiceUnavailable, "the server is shutting down")
+		return nil
+	}
+	release, err := s.adm.acquire(ctx)
+	if err == nil {
+		return release
+	}
+	if errors.Is(err, errQueueFull) {
+		w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
+		s.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("%v (%d running, %d waiting); retry later", err, s.adm.total(), s.cfg.Queue))
+		return nil
+	}
+	s.contextFailed(ctx, w, r, "while waiting for a free sequence")
+	return nil
+}
+
+// contextFailed answers a request whose context ended: 504 past the
+// request timeout, 503 when the server is shutting down, nothing when the
+// client went away.
+func (s *Server) contextFailed(ctx context.Context, w http.ResponseWriter, r *http.Request, when string) {
+	switch {
+	case s.base.Err() != nil:
+		s.fail(w, r, http.StatusServiceUnavailable, "the server is shutting down; the request was cancelled "+when)
+	case r.Context().Err() != nil:
+		info(r).err = "the client went away " + when
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		s.fail(w, r, http.StatusGatewayTimeout, fmt.Sprintf("the request took longer than --request-timeout %s (%s)", s.cfg.RequestTimeout, when))
+	default:
+		info(r).err = "cancelled " + when
+	}
+}
+
+// engineFailed answers an engine error by its kind.
+func (s *Server) engineFailed(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
+	switch agent.KindOf(err) {
+	case agent.ErrBadInput, agent.ErrContextTooSmall:
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+	case agent.ErrNeedsModel:
+		s.fail(w, r, http.StatusServiceUnavailable, err.Error())
+	case agent.ErrTimeout, agent.ErrCancelled:
+		s.contextFailed(ctx, w, r, "during the model call")
+	default:
+		s.fail(w, r, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// Health is the /healthz body.
+type Health struct {
+	Status      string `json:"status"` // "ok" or "shutting_down"
+	Backend     string `json:"backend"`
+	Model       string `json:"model,omitempty"`
+	ModelLoaded bool   `json:"model_loaded"`
+	Sequences   struct {
+		Total int `json:"total"`
+		Busy  int `json:"busy"`
+		Free  int `json:"free"`
+	} `json:"sequences"`
+	Queue struct {
+		Length   int `json:"length"`
+		Capacity int `json:"capacity"`
+	} `json:"queue"`
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	mi := s.rt.Model()
+	h := Health{Status: "ok", Backend: mi.Backend, Model: mi.Model, ModelLoaded: s.rt.HasModel()}
+	h.Sequences.Total, h.Sequences.Busy = s.adm.total(), s.adm.busy()
+	h.Sequences.Free = h.Sequences.Total - h.Sequences.Busy
+	h.Queue.Length, h.Queue.Capacity = s.adm.queued(), s.cfg.Queue
+	code := http.StatusOK
+	if s.draining.Load() {
+		h.Status, code = "shutting_down", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, h)
+}
+
+// Serve answers requests on ln until ctx ends, then shuts down: it stops
+// accepting, lets in-flight requests finish within ShutdownGrace, cancels
+// the ones still going (their model calls and runs end) and returns nil.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		BaseContext:       func(net.Listener) context.Context { return s.base },
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.cancelBase()
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.log.Info("shutting down", "grace", s.cfg.ShutdownGrace.String(), "in_flight", s.adm.busy(), "queued", s.adm.queued())
+	// In-flight requests get the grace less a margin in which cancelled
+	// ones write their answers, so everything ends within the grace.
+	margin := min(s.cfg.ShutdownGrace/4, 2*time.Second)
+	finish, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace-margin)
+	err := srv.Shutdown(finish)
+	cancel()
+	if err != nil {
+		s.log.Warn("shutdown grace over; cancelling the requests still running", "in_flight", s.adm.busy())
+		s.cancelBase()
+		last, cancel := context.WithTimeout(context.Background(), margin)
+		if srv.Shutdown(last) != nil {
+			srv.Close()
+		}
+		cancel()
+	}
+	s.cancelBase()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

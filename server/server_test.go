@@ -1,0 +1,798 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/schema"
+)
+
+// syncBuffer is a log destination safe for concurrent requests.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fake is a backend whose replies and pace the test sets; it counts the
+// calls running at once and the ones cancelled.
+type fake struct {
+	mu                sync.Mutex
+	active, maxActive int
+	calls             int
+	delay             time.Duration
+	reply             func(n int, req llm.Request) string
+	cancelled         atomic.Int32
+	started           chan struct{} // when set, gets a value as each call starts
+	stubborn          bool          // the delay runs out whatever the context
+	last              llm.Request
+}
+
+func (f *fake) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	f.mu.Lock()
+	f.active++
+	f.calls++
+	n := f.calls
+	f.maxActive = max(f.maxActive, f.active)
+	f.last = req
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.active--
+		f.mu.Unlock()
+	}()
+	if f.started != nil {
+		f.started <- struct{}{}
+	}
+	if f.delay > 0 {
+		t := time.NewTimer(f.delay)
+		defer t.Stop()
+		done := ctx.Done()
+		if f.stubborn {
+			done = nil
+		}
+		select {
+		case <-done:
+			f.cancelled.Add(1)
+			return llm.Response{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+	text := `{"thought":"answer from what is known","tool":"final_answer","args":{"answer":"done"}}`
+	if f.reply != nil {
+		text = f.reply(n, req)
+	}
+	return llm.Response{Text: text, Usage: llm.Usage{PromptTokens: 10, CachedTokens: 5, CompletionTokens: 3}}, nil
+}
+
+func (f *fake) Close() error { return nil }
+
+func (f *fake) ModelInfo() llm.ModelInfo { return llm.ModelInfo{Backend: "fake", Model: "test"} }
+
+type testEnv struct {
+	t    *testing.T
+	rt   *agent.Runtime
+	srv  *Server
+	http *httptest.Server
+	logs *syncBuffer
+	fake *fake
+	dir  string
+}
+
+// newEnv opens a runtime on the script backend (script: its JSONL) and a
+// server on it; with fk set, the fake backend answers the steps.
+func newEnv(t *testing.T, cfg Config, fk *fake, script string, mod func(*config.Settings)) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	s := config.Defaults()
+	s.Workspace = filepath.Join(dir, "ws")
+	s.Policy = filepath.Join(dir, "policy.json")
+	s.NoInput = true
+	if err := os.MkdirAll(s.Workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if script == "" {
+		script = `{"kind":"plan","text":"{}"}` + "\n"
+	}
+	s.Script = filepath.Join(dir, "script.jsonl")
+	if err := os.WriteFile(s.Script, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if mod != nil {
+		mod(s)
+	}
+	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "serve", Secrets: []string{cfg.Token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	if fk != nil {
+		rt.Backend = fk
+	}
+	logs := &syncBuffer{}
+	cfg.Log = slog.New(slog.NewJSONHandler(logs, nil))
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.Parallel == 0 {
+		cfg.Parallel = 1
+	}
+	srv, err := New(rt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &testEnv{t: t, rt: rt, srv: srv, http: hs, logs: logs, fake: fk, dir: dir}
+}
+
+type reply struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("%d %s: %v", r.code, r.body, err)
+	}
+}
+
+func (e *testEnv) do(method, path, body string, header ...string) reply {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (e *testEnv) post(path, body string, header ...string) reply {
+	e.t.Helper()
+	return e.do("POST", path, body, header...)
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+const searchTool = `{"name":"code_search","description":"Search the code.","parameters":{"type":"object","properties":{"query":{"type":"string","minLength":1}},"required":["query"],"additionalProperties":false}}`
+
+const docSegment = `You have access to the following tools:
+- code_search(query="search terms") - Search for code matching the query
+- read_file(path="file/path") - Read the contents of a specific file
+
+Format: Action: tool_name(param="value")`
+
+// The document's example, field for field: the request with every field
+// (plus tools), the response with every field.
+func TestStepFields(t *testing.T) {
+	fk := &fake{reply: func(int, llm.Request) string {
+		return `{"thought":"I need to search for authentication code.","tool":"code_search","args":{"query":"authentication login"}}`
+	}}
+	e := newEnv(t, Config{}, fk, "", nil)
+	if err := os.WriteFile(filepath.Join(e.rt.Env.Workspace, "auth.js"), []byte("function login() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := `{
+	  "project_id": "3b241101-e2bb-4255-8caf-4136c566a962",
+	  "session_id": "6f1c2e0a-1111-4222-8333-944455556666",
+	  "user_query": "How do I implement authentication?",
+	  "conversation_history": [],
+	  "explicit_context_paths": ["auth.js"],
+	  "pinned_item_ids_to_include": ["pinned-id-1"],
+	  "implicit_context": {"last_focused_file_path": "src/components/Login.tsx"},
+	  "vector_search_results_to_include": [],
+	  "available_tools_prompt_segment": "You have access to: code_search(query), read_file(path)",
+	  "llm_config": {"modelName": "gpt-4", "tokenLimit": 8192, "reservedOutputTokens": 1000, "temperature": 0.2},
+	  "user_api_keys": {"llmKey": "user-llm-api-key"},
+	  "max_iterations_left": 3,
+	  "tools": [` + searchTool + `]
+	}`
+	r := e.post("/api/agent/react_step", body, "Content-Type", "application/json")
+	if r.code != 200 || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	var raw map[string]json.RawMessage
+	r.json(t, &raw)
+	for _, f := range []string{"session_id", "thought", "action_details", "direct_response", "updated_conversation_history", "iterations_remaining", "status"} {
+		if _, ok := raw[f]; !ok {
+			t.Errorf("response lacks %s: %s", f, r.body)
+		}
+	}
+	var resp agent.StepResponse
+	r.json(t, &resp)
+	if resp.SessionID != "6f1c2e0a-1111-4222-8333-944455556666" || resp.Status != "action_proposed" || resp.IterationsRemaining != 2 ||
+		resp.Thought != "I need to search for authentication code." || string(raw["direct_response"]) != "null" ||
+		resp.ActionDetails.ToolName != "code_search" || string(resp.ActionDetails.ToolArgs) != `{"query":"authentication login"}` ||
+		resp.ActionDetails.RawActionString != `Action: code_search(query="authentication login")` {
+		t.Fatalf("%s", r.body)
+	}
+	h := resp.History
+	if len(h) != 2 || h[0].Role != "user" || h[0].Content != "How do I implement authentication?" || h[1].Role != "assistant" ||
+		h[1].ToolCall.Name != "code_search" || string(h[1].ToolCall.Parameters) != `{"query":"authentication login"}` || h[0].Timestamp == "" || h[1].Timestamp == "" {
+		t.Fatalf("history %s", raw["updated_conversation_history"])
+	}
+	// The context file, the temperature and the reply room reached the model.
+	if !strings.Contains(fk.last.Messages[1].Content, "function login()") || fk.last.Sampling.Temperature != 0.2 || fk.last.MaxTokens != 512 {
+		t.Fatalf("model request %+v", fk.last)
+	}
+	// Without a session id, one is made.
+	r = e.post("/api/agent/react_step", `{"user_query": "q", "tools": [`+searchTool+`]}`)
+	r.json(t, &resp)
+	if r.code != 200 || len(resp.SessionID) != 36 || resp.SessionID[14] != '4' {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+}
+
+// A conversation of several steps over HTTP: the client runs the tool,
+// posts the observation back, and the steps left count down to a direct
+// response; the prose form works the same way.
+func TestStepConversationOverHTTP(t *testing.T) {
+	for _, prose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prose=%v", prose), func(t *testing.T) {
+			fk := &fake{reply: func(n int, req llm.Request) string {
+				switch {
+				case req.Schema != nil && strings.Contains(string(req.Schema), "code_search") || prose && n < 3:
+					if prose {
+						return fmt.Sprintf("Thought: search again, round %d\nAction: code_search(query=\"auth %d\")", n, n)
+					}
+					return fmt.Sprintf(`{"thought":"search again, round %d","tool":"code_search","args":{"query":"auth %d"}}`, n, n)
+				}
+				return `{"thought":"the searches found auth.js","tool":"final_answer","args":{"answer":"It is in auth.js."}}`
+			}}
+			e := newEnv(t, Config{}, fk, "", nil)
+			req := map[string]any{"user_query": "How is authentication implemented?", "max_iterations_left": 2}
+			if prose {
+				req["available_tools_prompt_segment"] = docSegment
+			} else {
+				req["tools"] = []json.RawMessage{json.RawMessage(searchTool)}
+			}
+			var statuses []string
+			var remaining []int
+			for step := 1; step <= 3; step++ {
+				r := e.post("/api/agent/react_step", toJSON(t, req))
+				var resp agent.StepResponse
+				r.json(t, &resp)
+				if r.code != 200 {
+					t.Fatalf("step %d: %d %s", step, r.code, r.body)
+				}
+				statuses, remaining = append(statuses, resp.Status), append(remaining, resp.IterationsRemaining)
+				if resp.Status == agent.StepDirectResponse {
+					if *resp.DirectResponse != "It is in auth.js." || resp.ActionDetails != nil {
+						t.Fatalf("%s", r.body)
+					}
+					break
+				}
+				if resp.ActionDetails.ToolName != "code_search" || string(resp.ActionDetails.ToolArgs) != fmt.Sprintf(`{"query":"auth %d"}`, step) {
+					t.Fatalf("step %d: %s", step, r.body)
+				}
+				req["user_query"] = ""
+				req["session_id"] = resp.SessionID
+				req["max_iterations_left"] = resp.IterationsRemaining
+				req["conversation_history"] = append(resp.History, agent.StepTurn{Role: "tool_observation", Content: fmt.Sprintf("Found: auth.js (search %d)", step),
+					ToolResult: &agent.StepToolResult{Success: true, Result: json.RawMessage(`"Search results..."`)}})
+			}
+			if strings.Join(statuses, ",") != "action_proposed,action_proposed,direct_response_provided" || fmt.Sprint(remaining) != "[1 0 0]" {
+				t.Fatalf("statuses %v, remaining %v", statuses, remaining)
+			}
+			if last := fk.last.Messages; !strings.Contains(last[len(last)-2].Content, "Found: auth.js (search 2)") {
+				t.Fatalf("the last observation did not reach the model: %q", last[len(last)-2].Content)
+			}
+		})
+	}
+}
+
+// Bad requests: 400 with the field and the reason; 413, 415, 404, 405.
+func TestStepBadRequests(t *testing.T) {
+	e := newEnv(t, Config{MaxBody: 2048}, &fake{}, "", nil)
+	for _, tc := range []struct {
+		name, body string
+		header     []string
+		code       int
+		want       string
+	}{
+		{"unknown role", `{"conversation_history": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "t"}, {"role": "tool", "content": "x"}]}`, nil, 400,
+			`conversation_history[2].role: unknown role \"tool\"`},
+		{"unknown field", `{"user_query": "q", "userQuery": "q"}`, nil, 400, "userQuery: unknown field"},
+		{"wrong type", `{"user_query": "q", "max_iterations_left": "3"}`, nil, 400, "max_iterations_left: got string, want null or integer"},
+		{"no query", `{}`, nil, 400, "user_query: empty"},
+		{"not JSON", `hello`, nil, 400, "request: invalid JSON"},
+		{"empty body", ``, nil, 400, "request: invalid JSON"},
+		{"too large", `{"user_query": "` + strings.Repeat("x", 3000) + `"}`, nil, 413, "at most 2048 (--max-body)"},
+		{"wrong content type", `{"user_query": "q"}`, []string{"Content-Type", "text/plain"}, 415, "want application/json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.post("/api/agent/react_step", tc.body, tc.header...)
+			if r.code != tc.code || !strings.Contains(string(r.body), tc.want) || !strings.Contains(string(r.body), `"status":"error"`) {
+				t.Fatalf("%d %s", r.code, r.body)
+			}
+		})
+	}
+	// A chunked body has no length up front: cut off at the limit.
+	req, _ := http.NewRequest("POST", e.http.URL+"/api/agent/react_step", io.MultiReader(strings.NewReader(`{"user_query": "`), strings.NewReader(strings.Repeat("x", 5000)+`"}`)))
+	req.ContentLength = -1
+	resp, err := e.http.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || !strings.Contains(string(b), "over 2048 bytes") {
+		t.Fatalf("chunked: %d %s", resp.StatusCode, b)
+	}
+	if r := e.do("GET", "/api/agent/react_step", ""); r.code != 405 {
+		t.Fatalf("GET: %d", r.code)
+	}
+	if r := e.do("GET", "/nope", ""); r.code != 404 {
+		t.Fatalf("unknown path: %d", r.code)
+	}
+	if e.fake.calls != 0 {
+		t.Fatalf("a bad request reached the model")
+	}
+}
+
+// Beyond loopback a token is required; with one, requests without it get 401.
+func TestAuth(t *testing.T) {
+	for _, tc := range []struct {
+		addr, token string
+		ok          bool
+	}{
+		{"127.0.0.1:8080", "", true}, {"localhost:0", "", true}, {"[::1]:8080", "", true},
+		{"0.0.0.0:8080", "", false}, {":8080", "", false}, {"192.168.1.5:80", "", false}, {"0.0.0.0:8080", "tok", true},
+		{"nonsense", "", false},
+	} {
+		if err := CheckAddr(tc.addr, tc.token); (err == nil) != tc.ok {
+			t.Errorf("CheckAddr(%q, %q) = %v", tc.addr, tc.token, err)
+		}
+	}
+	const token = "s3cret-bearer-token-value"
+	e := newEnv(t, Config{Token: token}, &fake{}, "", nil)
+	for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", token}, {"Authorization", "Basic " + token}} {
+		r := e.post("/api/agent/react_step", `{"user_query": "q"}`, h...)
+		if r.code != 401 || r.header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("%v: %d %s", h, r.code, r.body)
+		}
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		if r := e.do("GET", path, ""); r.code != 401 {
+			t.Fatalf("%s without token: %d", path, r.code)
+		}
+	}
+	if r := e.post("/api/agent/react_step", `{"user_query": "q"}`, "Authorization", "Bearer "+token); r.code != 200 {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	if r := e.do("GET", "/healthz", "", "Authorization", "bearer "+token); r.code != 200 {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	// The token is a secret: a run that would print it shows [REDACTED].
+	if strings.Contains(e.logs.String(), token) || e.rt.Redactor.Redact("x "+token) != "x [REDACTED]" {
+		t.Fatalf("token not secret:\n%s", e.logs.String())
+	}
+}
+
+// user_api_keys and the Authorization header never show in logs,
+// responses or the trace.
+func TestKeysNeverLogged(t *testing.T) {
+	const token, key = "bearer-token-9876543210", "sk-user-key-0123456789"
+	trace := ""
+	fk := &fake{reply: func(int, llm.Request) string {
+		return `{"thought":"echo the key ` + key + ` back","tool":"final_answer","args":{"answer":"your key is ` + key + `"}}`
+	}}
+	e := newEnv(t, Config{Token: token}, fk, "", func(s *config.Settings) { trace = s.Workspace + "/../trace.jsonl"; s.Trace = trace })
+	auth := []string{"Authorization", "Bearer " + token, "X-Api-Key", key}
+	r := e.post("/api/agent/react_step", toJSON(t, map[string]any{"user_query": "my key is " + key, "user_api_keys": map[string]string{"llmKey": key},
+		"conversation_history": []map[string]any{{"role": "user", "content": key}}}), auth...)
+	if r.code != 200 {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	bad := e.post("/api/agent/react_step", toJSON(t, map[string]any{"user_api_keys": map[string]string{"llmKey": key},
+		"conversation_history": []map[string]any{{"role": key}}}), auth...)
+	if bad.code != 400 {
+		t.Fatalf("%d %s", bad.code, bad.body)
+	}
+	run := e.post("/v1/runs", toJSON(t, map[string]any{"query": "print " + token, "plan": `{"tool":"final_answer","args":{"answer":"` + token + `"}}`}), auth...)
+	if run.code != 200 {
+		t.Fatalf("%d %s", run.code, run.body)
+	}
+	traceText, _ := os.ReadFile(trace)
+	for what, text := range map[string]string{"step response": string(r.body), "error response": string(bad.body), "run response": string(run.body),
+		"logs": e.logs.String(), "trace": string(traceText), "model prompt": toJSON(t, fk.last.Messages)} {
+		if strings.Contains(text, key) || strings.Contains(text, token) {
+			t.Errorf("%s shows a secret:\n%s", what, text)
+		}
+	}
+	if !strings.Contains(string(r.body), "[REDACTED]") || !strings.Contains(string(run.body), "[REDACTED]") || len(traceText) == 0 {
+		t.Fatalf("%s\n%s\n%s", r.body, run.body, traceText)
+	}
+}
+
+// One structured line per request: method, path, status, duration, tokens.
+func TestRequestLog(t *testing.T) {
+	e := newEnv(t, Config{}, &fake{}, "", nil)
+	e.post("/api/agent/react_step", `{"user_query": "q", "session_id": "abc"}`)
+	e.post("/api/agent/react_step", `{"bad": 1}`)
+	e.do("GET", "/healthz", "")
+	lines := strings.Split(strings.TrimSpace(e.logs.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("log:\n%s", e.logs.String())
+	}
+	var first, second map[string]any
+	_ = json.Unmarshal([]byte(lines[0]), &first)
+	_ = json.Unmarshal([]byte(lines[1]), &second)
+	if first["msg"] != "request" || first["method"] != "POST" || first["path"] != "/api/agent/react_step" || first["status"] != 200.0 ||
+		first["prompt_tokens"] != 10.0 || first["cached_tokens"] != 5.0 || first["generated_tokens"] != 3.0 || first["session_id"] != "abc" {
+		t.Fatalf("%s", lines[0])
+	}
+	if _, ok := first["duration_ms"]; !ok {
+		t.Fatalf("%s", lines[0])
+	}
+	if second["status"] != 400.0 || !strings.Contains(fmt.Sprint(second["error"]), "bad: unknown field") {
+		t.Fatalf("%s", lines[1])
+	}
+}
+
+// Up to Parallel requests reach the model at once; Queue more wait; the
+// rest get 429 with Retry-After.
+func TestQueue(t *testing.T) {
+	fk := &fake{delay: 300 * time.Millisecond}
+	e := newEnv(t, Config{Parallel: 2, Queue: 2}, fk, "", nil)
+	var wg sync.WaitGroup
+	codes := make(chan reply, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- e.post("/api/agent/react_step", `{"user_query": "q"}`)
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	n := map[int]int{}
+	for r := range codes {
+		n[r.code]++
+		if r.code == 429 {
+			if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
+				t.Fatalf("429 without Retry-After: %v", r.header)
+			}
+		}
+	}
+	if n[200] != 4 || n[429] != 4 || fk.maxActive != 2 {
+		t.Fatalf("codes %v, at most %d at once", n, fk.maxActive)
+	}
+	// With no queue at all, a busy server refuses at once.
+	fk2 := &fake{delay: 300 * time.Millisecond, started: make(chan struct{}, 1)}
+	e2 := newEnv(t, Config{Parallel: 1, Queue: 0}, fk2, "", nil)
+	done := make(chan reply)
+	go func() { done <- e2.post("/api/agent/react_step", `{"user_query": "q"}`) }()
+	<-fk2.started
+	if r := e2.post("/api/agent/react_step", `{"user_query": "q"}`); r.code != 429 {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	if r := <-done; r.code != 200 {
+		t.Fatalf("%d", r.code)
+	}
+}
+
+// Past --request-timeout: 504, whether waiting in the queue or in the
+// model call; a client that goes away cancels its model call.
+func TestTimeoutsAndCancel(t *testing.T) {
+	fk := &fake{delay: 5 * time.Second, started: make(chan struct{}, 4)}
+	e := newEnv(t, Config{Parallel: 1, Queue: 4, RequestTimeout: 200 * time.Millisecond}, fk, "", nil)
+	start := time.Now()
+	r := e.post("/api/agent/react_step", `{"user_query": "q"}`)
+	if r.code != 504 || !strings.Contains(string(r.body), "--request-timeout 200ms (during the model call)") {
+		t.Errorf("%d %s", r.code, r.body)
+	}
+	if time.Since(start) > 2*time.Second || fk.cancelled.Load() != 1 {
+		t.Fatalf("took %s, cancelled %d", time.Since(start), fk.cancelled.Load())
+	}
+	// Waiting in the queue behind a call that does not end.
+	fk.stubborn, fk.delay = true, time.Second
+	go e.post("/api/agent/react_step", `{"user_query": "q"}`)
+	<-fk.started
+	<-fk.started
+	r = e.post("/api/agent/react_step", `{"user_query": "q"}`)
+	if r.code != 504 || !strings.Contains(string(r.body), "(while waiting for a free sequence)") {
+		t.Errorf("%d %s", r.code, r.body)
+	}
+	// The client goes away: its model call ends.
+	e2 := newEnv(t, Config{Parallel: 1, Queue: 4}, &fake{delay: 10 * time.Second, started: make(chan struct{}, 1)}, "", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", e2.http.URL+"/api/agent/react_step", strings.NewReader(`{"user_query": "q"}`))
+	go func() {
+		<-e2.fake.started
+		cancel()
+	}()
+	if _, err := e2.http.Client().Do(req); err == nil {
+		t.Fatal("request not cancelled")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for e2.fake.cancelled.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if e2.fake.cancelled.Load() != 1 {
+		t.Fatal("the model call went on after the client left")
+	}
+	for time.Now().Before(deadline) && !strings.Contains(e2.logs.String(), `"status":499`) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(e2.logs.String(), `"status":499`) {
+		t.Fatalf("log: %s", e2.logs.String())
+	}
+}
+
+// Without a model, steps get 503 and say how to get one.
+func TestNoModel(t *testing.T) {
+	e := newEnv(t, Config{}, nil, "", func(s *config.Settings) { s.Script, s.Backend = "", "none" })
+	if r := e.post("/api/agent/react_step", `{"user_query": "q"}`); r.code != 503 || !strings.Contains(string(r.body), "needs a model") {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	var h Health
+	r := e.do("GET", "/healthz", "")
+	r.json(t, &h)
+	if r.code != 200 || h.ModelLoaded || h.Backend != "none" {
+		t.Fatalf("%s", r.body)
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	fk := &fake{delay: 300 * time.Millisecond, started: make(chan struct{}, 1)}
+	e := newEnv(t, Config{Parallel: 3, Queue: 7}, fk, "", nil)
+	done := make(chan reply)
+	go func() { done <- e.post("/api/agent/react_step", `{"user_query": "q"}`) }()
+	<-fk.started
+	var h Health
+	r := e.do("GET", "/healthz", "")
+	r.json(t, &h)
+	if r.code != 200 || h.Status != "ok" || !h.ModelLoaded || h.Backend != "fake" || h.Model != "test" || h.Sequences.Total != 3 || h.Sequences.Busy != 1 ||
+		h.Sequences.Free != 2 || h.Queue.Length != 0 || h.Queue.Capacity != 7 {
+		t.Fatalf("%s", r.body)
+	}
+	<-done
+	e.post("/api/agent/react_step", `{"oops": 1}`)
+	r = e.do("GET", "/metrics", "")
+	m := string(r.body)
+	for _, want := range []string{
+		`tact_http_requests_total{endpoint="/api/agent/react_step",status="200"} 1`,
+		`tact_http_requests_total{endpoint="/api/agent/react_step",status="400"} 1`,
+		`tact_http_requests_total{endpoint="/healthz",status="200"} 1`,
+		`tact_http_request_duration_seconds_bucket{endpoint="/api/agent/react_step",le="+Inf"} 2`,
+		`tact_http_request_duration_seconds_count{endpoint="/api/agent/react_step"} 2`,
+		`tact_tokens_total{kind="evaluated"} 10`, `tact_tokens_total{kind="reused"} 5`, `tact_tokens_total{kind="generated"} 3`,
+		"tact_queue_length 0", "tact_sequences 3", "tact_sequences_busy 0", `tact_model_info{backend="fake",model="test"} 1`,
+		"# TYPE tact_http_request_duration_seconds histogram",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("%d %v\n%s", r.code, r.header, m)
+	}
+}
+
+const finalPlan = `{"tool":"final_answer","args":{"answer":"planned answer"}}`
+
+// POST /v1/runs: a query or a JSONL plan, answered as the run --json object.
+func TestRuns(t *testing.T) {
+	script := `{"kind":"plan","text":"{\"plan\":[{\"thought\":\"answer right away\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"from the planner\"}}]}"}` + "\n"
+	e := newEnv(t, Config{}, nil, script, func(s *config.Settings) { s.MaxTokens = 256 })
+	r := e.post("/v1/runs", `{"query": "say hi", "id": "run-1"}`)
+	var res map[string]any
+	r.json(t, &res)
+	if r.code != 200 || res["success"] != true || res["final_answer"] != "from the planner" || res["run_id"] != "run-1" || res["termination_reason"] != "success" {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	r = e.post("/v1/runs", toJSON(t, map[string]any{"plan": finalPlan}))
+	r.json(t, &res)
+	if r.code != 200 || res["final_answer"] != "planned answer" {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"query": "q", "yes": true}`, "yes: unknown field"},
+		{`{"query": "q", "workspace": "/"}`, "workspace: unknown field"},
+		{`{}`, "query: empty, and no plan given"},
+		{`{"query": "q", "max_iterations": 0}`, "max_iterations: minimum"},
+		{`{"query": "q", "allow_tools": ["rm_rf"]}`, `allow_tools[0]: unknown tool "rm_rf"`},
+		{`{"query": "q", "max_tokens": 1000}`, "max_tokens: 1000 is more than the server's --max-tokens 256"},
+		{`{"plan": "{\"tool\":\"nope\",\"args\":{}}"}`, "plan:1: unknown tool"},
+	} {
+		r := e.post("/v1/runs", tc.body)
+		var eb errorBody
+		r.json(t, &eb)
+		if r.code != 400 || !strings.Contains(eb.Error, tc.want) {
+			t.Errorf("%s: %d %s", tc.body, r.code, r.body)
+		}
+	}
+}
+
+// "stream": true answers server-sent events: the trace events, then the result.
+func TestRunsStream(t *testing.T) {
+	e := newEnv(t, Config{}, nil, "", nil)
+	resp, err := e.http.Client().Post(e.http.URL+"/v1/runs", "application/json", strings.NewReader(toJSON(t, map[string]any{"plan": finalPlan, "stream": true})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	var events []string
+	var result map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+			events = append(events, event)
+		case strings.HasPrefix(line, "data: "):
+			var v map[string]any
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &v); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			if event == "result" {
+				result = v
+			} else if v["event"] != event || v["run_id"] == "" {
+				t.Fatalf("event %s: %s", event, line)
+			}
+		}
+	}
+	got := strings.Join(events, ",")
+	if !strings.HasPrefix(got, "run_start,") || !strings.HasSuffix(got, ",termination,result") || !strings.Contains(got, ",step,") ||
+		result["final_answer"] != "planned answer" {
+		t.Fatalf("events %s, result %v", got, result)
+	}
+	// An error once the stream began is its last event.
+	resp2, err := e.http.Client().Post(e.http.URL+"/v1/runs", "application/json", strings.NewReader(`{"plan": "{\"tool\":\"nope\",\"args\":{}}", "stream": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	if !strings.Contains(string(b), "event: error\ndata: {\"status\":\"error\",\"error\":\"plan:1: unknown tool") {
+		t.Fatalf("%s", b)
+	}
+}
+
+// A run past --request-timeout: 504 with the result.
+func TestRunsTimeout(t *testing.T) {
+	e := newEnv(t, Config{RequestTimeout: 300 * time.Millisecond}, nil, "", func(s *config.Settings) { s.Sandbox, s.Yes = "off", true })
+	plan := `{"tool":"run_command","args":{"command":"sleep 5"}}` + "\n" + finalPlan
+	start := time.Now()
+	r := e.post("/v1/runs", toJSON(t, map[string]any{"plan": plan}))
+	var res map[string]any
+	r.json(t, &res)
+	if r.code != 504 || res["termination_reason"] != "timeout" || time.Since(start) > 4*time.Second {
+		t.Fatalf("%d %s after %s", r.code, r.body, time.Since(start))
+	}
+}
+
+// Serve: on the context's end it stops accepting, lets in-flight requests
+// finish within the grace, cancels the rest, and returns nil.
+func TestGracefulShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		code  int
+	}{
+		{"finishes within the grace", 300 * time.Millisecond, 200},
+		{"cancelled after the grace", 30 * time.Second, 503},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fk := &fake{delay: tc.delay, started: make(chan struct{}, 1)}
+			e := newEnv(t, Config{ShutdownGrace: time.Second}, fk, "", nil)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- e.srv.Serve(ctx, ln) }()
+			url := "http://" + ln.Addr().String()
+			got := make(chan int, 1)
+			go func() {
+				resp, err := http.Post(url+"/api/agent/react_step", "application/json", strings.NewReader(`{"user_query": "q"}`))
+				if err != nil {
+					got <- -1
+					return
+				}
+				resp.Body.Close()
+				got <- resp.StatusCode
+			}()
+			<-fk.started
+			start := time.Now()
+			cancel()
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 1200*time.Millisecond {
+				t.Fatalf("shutdown took %s with a grace of 1s", took)
+			}
+			if c := <-got; c != tc.code {
+				t.Fatalf("in-flight request: %d", c)
+			}
+			if _, err := http.Get(url + "/healthz"); err == nil {
+				t.Fatal("still accepting after shutdown")
+			}
+		})
+	}
+}
+
+// The reply schema of a step with tools is exactly those tools; what the
+// server answers validates against the client's schema.
+func TestStepToolArgsValidate(t *testing.T) {
+	fk := &fake{reply: func(int, llm.Request) string {
+		return `{"thought":"search for the login code","tool":"code_search","args":{"query":"login"}}`
+	}}
+	e := newEnv(t, Config{}, fk, "", nil)
+	r := e.post("/api/agent/react_step", `{"user_query": "q", "tools": [`+searchTool+`]}`)
+	var resp agent.StepResponse
+	r.json(t, &resp)
+	var tool struct{ Parameters json.RawMessage }
+	_ = json.Unmarshal([]byte(searchTool), &tool)
+	if _, err := schema.MustCompile(tool.Parameters).ValidateJSON(resp.ActionDetails.ToolArgs); err != nil || r.code != 200 {
+		t.Fatalf("%d %s: %v", r.code, r.body, err)
+	}
+	var sch struct{ OneOf []map[string]any }
+	_ = json.Unmarshal(fk.last.Schema, &sch)
+	if len(sch.OneOf) != 2 {
+		t.Fatalf("schema %s", fk.last.Schema)
+	}
+	// A reply whose arguments break the schema is never proposed.
+	fk.reply = func(int, llm.Request) string {
+		return `{"thought":"search for the login code","tool":"code_search","args":{"query":""}}`
+	}
+	r = e.post("/api/agent/react_step", `{"user_query": "q", "tools": [`+searchTool+`]}`)
+	r.json(t, &resp)
+	if r.code != 200 || resp.Status != "error" || resp.ActionDetails != nil || !strings.Contains(resp.Error, "/args/query") {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+}

@@ -216,8 +216,8 @@ func (c *chatSession) showPlan(w io.Writer) {
 			Tool    string          `json:"tool"`
 			Args    json.RawMessage `json:"args"`
 		}
-		if json.Unmarshal(raw, &row) != nil || row.Type != "" {
-			continue
+		if json.Unmarshal(raw, &row) != nil || row.Type == "plan" || row.Tool == "" {
+			continue // the header row
 		}
 		n++
 		line := fmt.Sprintf("%d. %s %s", n, row.Tool, row.Args)
@@ -273,7 +273,11 @@ func (c *chatSession) context(w io.Writer) {
 	default:
 		fmt.Fprintf(w, "the last prompt took %d tokens; the backend sets no window (give --ctx-size to have a long conversation compacted)", last)
 	}
-	fmt.Fprintf(w, "; %d earlier turns take %d tokens", turns, earlier)
+	if turns == 1 {
+		fmt.Fprintf(w, "; 1 earlier turn takes %d tokens", earlier)
+	} else {
+		fmt.Fprintf(w, "; %d earlier turns take %d tokens", turns, earlier)
+	}
 	if size > 0 {
 		fmt.Fprintf(w, " (compacted when they pass half of what a turn leaves; steps at --compact-at %.2g)", c.s.CompactAt)
 	}
@@ -425,7 +429,9 @@ func chatTerminal(ctx context.Context, o *chatOptions, stdin *os.File) error {
 	if m.Model != "" {
 		who += " " + m.Model
 	}
-	fmt.Fprintln(o.IO.ErrOut, dimText(fmt.Sprintf("tact chat · %s · workspace %s · /help for commands, Ctrl-D to exit", who, rt.Env.Workspace)))
+	if !o.S.Quiet {
+		fmt.Fprintln(o.IO.ErrOut, dimText(fmt.Sprintf("tact chat · %s · workspace %s · /help for commands, Ctrl-D to exit", who, rt.Env.Workspace)))
+	}
 	prompt, more := "tact> ", "  ... "
 	if render.ColorFor(true) {
 		prompt = "\033[1mtact>\033[0m "

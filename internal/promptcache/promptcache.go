@@ -139,6 +139,9 @@ func (s *Store) Load(key Key, tokens []int, f Frame) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, &BadEntryError{path, "not a regular file"}
 	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return nil, &BadEntryError{path, "belongs to another user"}
+	}
 	bad := func(format string, a ...any) ([]byte, error) {
 		return nil, &BadEntryError{path, fmt.Sprintf(format, a...)}
 	}

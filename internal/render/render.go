@@ -442,7 +442,7 @@ func (r *Renderer) plan(ev react.Event) {
 	}
 	var tools []string
 	for _, row := range rows {
-		if row.Type == "" && row.Tool != "" {
+		if row.Type != "plan" && row.Tool != "" { // the header row has no tool
 			tools = append(tools, exec.SanitizeTerminal(row.Tool))
 		}
 	}

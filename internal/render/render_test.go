@@ -38,7 +38,7 @@ func TestRunDrawn(t *testing.T) {
 	defer r.Close()
 	for _, e := range []react.Event{
 		ev(react.EventRunStart, map[string]any{"query": "q"}),
-		ev(react.EventPlan, map[string]any{"plan": []map[string]any{{"type": "plan", "query": "q"}, {"tool": "read_file"}, {"tool": "final_answer"}}}),
+		ev(react.EventPlan, map[string]any{"plan": []map[string]any{{"type": "plan", "query": "q"}, {"type": "step", "tool": "read_file"}, {"type": "step", "tool": "final_answer"}}}),
 		ev(react.EventModelCall, map[string]any{"kind": "action"}),
 		ev(react.EventAction, map[string]any{"iteration": 1, "tool": "read_file", "args": json.RawMessage(`{"path":"auth.py","limit":20}`)}),
 		step(1, "read_file", `{"path":"auth.py","limit":20}`, "def authenticate(token):\n    return True\n\x1b[31mred\n4\n5\n6", 0, "", ""),

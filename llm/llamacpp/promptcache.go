@@ -231,7 +231,7 @@ func (b *Backend) loadSeq(seq int, pin []int) (loaded, cleared bool) {
 		st.DiskLoadTime += took
 		st.DiskFileBytes = int64(len(buf))
 	})
-	slog.Debug("prompt cache loaded", "tokens", len(pin), "bytes", len(buf), "ms", took.Milliseconds(), "file", pc.store.Path(pc.key, pin))
+	slog.Debug("prompt cache loaded", "tokens", len(pin), "bytes", len(buf), "ms", float64(took.Microseconds())/1000, "file", pc.store.Path(pc.key, pin))
 	return true, true
 }
 
@@ -284,7 +284,7 @@ func (b *Backend) saveSeq(seq int, pin []int) {
 	b.stats.DiskSaves++
 	b.stats.DiskSaveTime += took
 	b.stats.DiskFileBytes = int64(len(state))
-	slog.Debug("prompt cache saved", "tokens", len(pin), "bytes", len(state), "ms", took.Milliseconds(), "file", pc.store.Path(pc.key, pin))
+	slog.Debug("prompt cache saved", "tokens", len(pin), "bytes", len(state), "ms", float64(took.Microseconds())/1000, "file", pc.store.Path(pc.key, pin))
 }
 
 // streamPart is the part of a plain KV cache's sequence state that belongs

@@ -95,8 +95,16 @@ func newConcBench(model string, threads int) (*concBench, func(), error) {
 
 // env is the processes' environment: no TACT_* settings from the caller's
 // shell, a private runtime directory (so only the bench's own processes
-// share the lock) and the lock setting under test.
+// share the lock), the lock setting under test, and no prompt cache: each
+// process evaluates its system prompt, as these parts measure (the
+// promptcache part measures the cache).
 func (c *concBench) env(lock bool) []string {
+	return append(c.baseEnv(), "TACT_CPU_LOCK="+strconv.FormatBool(lock), "TACT_NO_PROMPT_CACHE=1")
+}
+
+// baseEnv is env without the lock and cache settings; the cache directory
+// is private too.
+func (c *concBench) baseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "TACT_") || strings.HasPrefix(kv, "REACT_") || strings.HasPrefix(kv, "XDG_") {
@@ -104,8 +112,8 @@ func (c *concBench) env(lock bool) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "TACT_NO_INPUT=1", "TACT_CPU_LOCK="+strconv.FormatBool(lock),
-		"XDG_RUNTIME_DIR="+filepath.Join(c.work, "run"), "XDG_CONFIG_HOME="+filepath.Join(c.work, "config"))
+	return append(env, "TACT_NO_INPUT=1", "XDG_RUNTIME_DIR="+filepath.Join(c.work, "run"),
+		"XDG_CONFIG_HOME="+filepath.Join(c.work, "config"), "XDG_CACHE_HOME="+filepath.Join(c.work, "cache"))
 }
 
 // runOne runs one tact process; ctx's end stops it with SIGTERM.

@@ -13,13 +13,16 @@
 //     (concurrent.go);
 //   - parallel sequences (parallel.go): a bare-binding probe of N sequences
 //     decoded in one batch, and 16 concurrent calls at Parallel 1 to 16;
+//   - the prompt cache (promptcache.go): a cron-like pair of identical
+//     `tact run` processes, cold and warm: time to the first model reply,
+//     the cache file's size, save and load times;
 //   - with -only openai (openai.go): the same 8-step ReAct run in-process
 //     and through ollama's OpenAI-compatible API (the openai backend);
 //   - with -only serve (serve.go): tact serve under load on loopback,
 //     requests/s and p50/p99 latency at 1, 4 and 16 clients, on the script
 //     backend and the tiny model (under 30 s).
 //
-// -only backend, concurrency, longrun, parallel, batch or openai runs one part; -model picks another
+// -only backend, concurrency, longrun, parallel, batch, promptcache or openai runs one part; -model picks another
 // model (say the tiny one, to check the mechanics quickly).
 //
 // Run it with `make bench` (the Makefile's cgo flags keep llama.cpp's build
@@ -61,7 +64,8 @@ var (
 	systemFlag      = flag.Int("system-tokens", 1500, "ReAct system prompt length")
 	verboseFlag     = flag.Bool("v", false, "show llama.cpp's logs")
 
-	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel, batch, openai or serve (the last two only when asked)")
+	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel, batch, promptcache, openai or serve (the last two only when asked)")
+	pcRepeatFlag      = flag.Int("pc-repeat", 3, "cold/warm pairs of the promptcache part (the medians count)")
 	concurrentFlag    = flag.String("concurrent", "2,4", "counts of concurrent tact processes, comma-separated")
 	unlockedFlag      = flag.Bool("unlocked", true, "also run the smallest -concurrent count without the cpu lock")
 	unlockedLimitFlag = flag.Duration("unlocked-limit", 150*time.Second, "stop the concurrent runs without the cpu lock after this long")
@@ -91,8 +95,8 @@ func progress(format string, a ...any) {
 }
 
 func run() error {
-	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" && *onlyFlag != "parallel" && *onlyFlag != "batch" && *onlyFlag != "openai" && *onlyFlag != "serve" {
-		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel, batch, openai or serve", *onlyFlag)
+	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" && *onlyFlag != "parallel" && *onlyFlag != "batch" && *onlyFlag != "promptcache" && *onlyFlag != "openai" && *onlyFlag != "serve" {
+		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel, batch, promptcache, openai or serve", *onlyFlag)
 	}
 	if *onlyFlag == "serve" {
 		// tact serve under load on its own models (the script backend and
@@ -153,6 +157,13 @@ func run() error {
 		if err := parallelBench(path, threads); err != nil {
 			return err
 		}
+	}
+	if only("promptcache") {
+		r, err := promptCacheBench(path, *threadsFlag)
+		if err != nil {
+			return err
+		}
+		reportPromptCache(r)
 	}
 	if *onlyFlag == "openai" { // needs ollama: only when asked
 		if err := openaiBench(path, threads); err != nil {

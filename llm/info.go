@@ -1,9 +1,12 @@
 package llm
 
-import "math"
+import (
+	"context"
+	"math"
+)
 
-// More optional capabilities (see context.go): what a backend is, and how
-// many calls it serves at once.
+// More optional capabilities (see context.go): what a backend is, how
+// many calls it serves at once, and whether it can ready a prefix ahead.
 
 // ModelInfo says which backend and model answer the calls: for plan
 // headers, traces and front ends that show or report it.
@@ -69,4 +72,14 @@ func ConcurrencyOf(b Backend) int {
 		}
 	}
 	return 1
+}
+
+// Warmer is a backend that can ready the KV state of a prompt prefix ahead
+// of the calls that start with it (tact serve at start): it loads the
+// prefix from its prompt cache or evaluates it, and keeps it for them.
+// msgs must be persistable (Request.PersistableMessages): configuration,
+// never anything a user typed. Backends whose calls cost nothing to
+// prepare (a remote server, a script) do not implement it.
+type Warmer interface {
+	Warm(ctx context.Context, msgs []Message) (Usage, error)
 }

@@ -130,6 +130,13 @@ func (p *Planner) Plan(ctx context.Context, query string, transcript []Transcrip
 	return plan, resp.Usage, nil
 }
 
+// SystemMessage is the planning prompt's system message: instructions and
+// tools, the same for every query, so a backend may ready it ahead of the
+// calls (llm.Warmer).
+func (p *Planner) SystemMessage() llm.Message {
+	return plannerMessages(prompt.Planner{Tools: PromptTools(p.tools()), MaxSteps: p.MaxSteps, Conversation: p.Conversation})[0]
+}
+
 func plannerMessages(data prompt.Planner) []llm.Message {
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: prompt.Render("planner_system", data)},

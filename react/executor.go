@@ -406,6 +406,16 @@ func (r *run) outline() []string {
 	return r.plan.Outline()
 }
 
+// SystemMessage is the system message a run without a plan starts with
+// (instructions and the allowed tools, the same for every query), so a
+// backend may ready it ahead of the calls (llm.Warmer). A run with a plan
+// allows the plan's tools and differs.
+func (e *Executor) SystemMessage() llm.Message {
+	r := &run{e: e}
+	r.setAllowed()
+	return llm.Message{Role: llm.RoleSystem, Content: r.systemPrompt()}
+}
+
 func (r *run) systemPrompt() string {
 	tp := r.e.ThoughtPrompt
 	if tp == "" {

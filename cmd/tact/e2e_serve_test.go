@@ -58,45 +58,20 @@ func TestE2EServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(ws, "auth.js"), []byte("function login(user, password) { return check(user, password) }\n"), 0o644)
-	cmd := osexec.Command(bin, "serve", "--model", model, "--workspace", ws, "--addr", "127.0.0.1:0",
-		"--parallel", "4", "--ctx-size", "8192", "--max-tokens", "256", "--seed", "1", "--shutdown-grace", "5s")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
-		"XDG_DATA_HOME=" + filepath.Join(dir, ".local", "share"), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"), "LANG=C.UTF-8"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	logs := &syncBuf{}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
-			}
+	args := []string{"serve", "--model", model, "--workspace", ws, "--addr", "127.0.0.1:0",
+		"--parallel", "4", "--ctx-size", "8192", "--max-tokens", "256", "--seed", "1", "--shutdown-grace", "5s"}
+	srv := startServe(t, bin, dir, args)
+	cmd, logs, exited, base := srv.cmd, srv.logs, srv.exited, srv.base
+	// At start it readies the planner's and the executor's system prompts:
+	// evaluated and saved to the prompt cache on this first start.
+	for _, w := range srv.warmed(t) {
+		if w.FromPromptCache != 0 || w.Evaluated < 100 {
+			t.Fatalf("first start, %s: %d tokens from the prompt cache, %d evaluated; want all evaluated", w.Prompt, w.FromPromptCache, w.Evaluated)
 		}
-		exited <- cmd.Wait()
-	}()
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case err := <-exited:
-		t.Fatalf("tact serve exited: %v\n%s", err, logs.String())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("tact serve did not start\n%s", logs.String())
+	}
+	kv, _ := filepath.Glob(filepath.Join(dir, ".cache", "tact", "kv", "*.kv"))
+	if len(kv) != 2 {
+		t.Fatalf("prompt cache files after the warm-up: %v, want the planner's and the executor's", kv)
 	}
 	client := &http.Client{Timeout: 2 * time.Minute}
 	get := func(path string) (int, string) {
@@ -227,5 +202,101 @@ func TestE2EServe(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `"msg":"request"`); n != 21 {
 		t.Fatalf("%d request lines, want 21:\n%s", n, logs.String())
+	}
+
+	// A restart loads both prompts from the prompt cache instead.
+	again := startServe(t, bin, dir, args)
+	for _, w := range again.warmed(t) {
+		if w.FromPromptCache < 100 || w.Evaluated > 64 { // the placeholder user turn: byte tokens
+			t.Errorf("restart, %s: %d tokens from the prompt cache, %d evaluated; want the prompt loaded", w.Prompt, w.FromPromptCache, w.Evaluated)
+		}
+	}
+	again.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-again.exited; err != nil {
+		t.Fatalf("restart: exit after SIGTERM: %v\n%s", err, again.logs.String())
+	}
+}
+
+// serveProc is a running bin/tact serve.
+type serveProc struct {
+	cmd    *osexec.Cmd
+	logs   *syncBuf
+	exited chan error
+	base   string // http://ADDR
+}
+
+// startServe starts bin with args, HOME and the XDG directories in dir,
+// and waits for its "listening" line; the test's end kills it.
+func startServe(t *testing.T, bin, dir string, args []string) *serveProc {
+	t.Helper()
+	cmd := osexec.Command(bin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(dir, ".local", "share"), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"), "LANG=C.UTF-8"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{cmd: cmd, logs: &syncBuf{}, exited: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.logs.Write(append(sc.Bytes(), '\n'))
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+				addr <- line.Addr
+			}
+		}
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	})
+	select {
+	case a := <-addr:
+		p.base = "http://" + a
+	case err := <-p.exited:
+		t.Fatalf("tact serve exited: %v\n%s", err, p.logs.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("tact serve did not start\n%s", p.logs.String())
+	}
+	return p
+}
+
+// warmLine is a "warmed" log line of tact serve.
+type warmLine struct {
+	Prompt          string `json:"prompt"`
+	FromPromptCache int    `json:"from_prompt_cache"`
+	Evaluated       int    `json:"evaluated"`
+}
+
+// warmed waits for the warm-up's two lines (planner, executor).
+func (p *serveProc) warmed(t *testing.T) []warmLine {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var out []warmLine
+		for _, l := range strings.Split(p.logs.String(), "\n") {
+			var w warmLine
+			if strings.Contains(l, `"msg":"warmed"`) && json.Unmarshal([]byte(l), &w) == nil {
+				out = append(out, w)
+			}
+		}
+		if len(out) == 2 {
+			if out[0].Prompt != "planner" || out[1].Prompt != "executor" {
+				t.Fatalf("warmed %+v", out)
+			}
+			return out
+		}
+		if strings.Contains(p.logs.String(), "warm-up failed") || time.Now().After(deadline) {
+			t.Fatalf("no warm-up lines:\n%s", p.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -92,5 +92,29 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 	mi := rt.Model()
 	log.Info("listening", "addr", ln.Addr().String(), "backend", mi.Backend, "model", mi.Model, "parallel", s.Parallel,
 		"queue", s.Queue, "workspace", rt.Env.Workspace, "auth", token != "")
-	return srv.Serve(ctx, ln)
+	// Ready the system prompts while the first requests may already come
+	// (they queue behind it, or share the prefix it evaluates).
+	warmCtx, stopWarm := context.WithCancel(ctx)
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		warm(warmCtx, rt, log)
+	}()
+	err = srv.Serve(ctx, ln)
+	stopWarm()
+	<-warmed
+	return err
+}
+
+// warm readies the runtime's system prompts (agent.Runtime.Warm: from the
+// prompt cache, or evaluated and saved) and logs a line for each.
+func warm(ctx context.Context, rt *agent.Runtime, log *slog.Logger) {
+	done, err := rt.Warm(ctx)
+	for _, w := range done {
+		log.Info("warmed", "prompt", w.Prompt, "from_prompt_cache", w.Usage.DiskCachedTokens,
+			"evaluated", w.Usage.PromptTokens, "reused", w.Usage.CachedTokens-w.Usage.DiskCachedTokens, "ms", w.Took.Milliseconds())
+	}
+	if err != nil && ctx.Err() == nil {
+		log.Warn("warm-up failed; requests evaluate the system prompts themselves", "err", err.Error())
+	}
 }

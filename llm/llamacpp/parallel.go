@@ -119,10 +119,11 @@ type job struct {
 	follow   *slot // waiting for this slot to hold prompt[:followN]
 	followOf *job  // the job follow was evaluating when this job started waiting
 	followN  int
-	idx      int  // the job's logits in the batch in flight; -1: none
-	inBatch  int  // tokens of the job in the batch in flight
-	drawn    draw // the token drawn from the decode just done
-	copied   int  // prompt tokens copied from another sequence
+	idx      int   // the job's logits in the batch in flight; -1: none
+	inBatch  int   // tokens of the job in the batch in flight
+	drawn    draw  // the token drawn from the decode just done
+	copied   int   // prompt tokens copied from another sequence
+	savePin  []int // the pinned prefix to save once evaluated (promptcache.go)
 	usage    llm.Usage
 
 	// Shared with the caller.
@@ -685,6 +686,12 @@ func (s *sched) step() {
 			b.mu.Lock()
 			b.stats.PromptEvaluated += j.inBatch
 			b.mu.Unlock()
+			if pin := j.savePin; len(pin) > 0 && j.next >= len(pin) {
+				if j.next == len(pin) && b.pc.claim(pin) {
+					b.saveSeq(sl.seq, pin)
+				}
+				j.savePin = nil
+			}
 		}
 		j.inBatch = 0
 		if j.idx >= 0 {
@@ -737,6 +744,10 @@ func (s *sched) plan() []*job {
 			break
 		}
 		j.inBatch = min(room, len(j.prompt)-j.next)
+		if pin := j.savePin; j.next < len(pin) {
+			// Stop at the pinned prefix's end: its state is saved there.
+			j.inBatch = min(j.inBatch, len(pin)-j.next)
+		}
 		room -= j.inBatch
 		batch = append(batch, j)
 	}

@@ -68,8 +68,31 @@ type promptCache struct {
 		tokens []int
 	}
 	// saved lists the entries this process saved or tried to: a prefix is
-	// written at most once a process.
+	// written at most once a process. Guarded by mu: parallel mode's
+	// scheduler claims entries without the backend's lock.
+	mu    sync.Mutex
 	saved map[string]bool
+}
+
+// claim says whether pin's entry is still to be saved by this process,
+// and marks it as being saved.
+func (pc *promptCache) claim(pin []int) bool {
+	name := promptcache.Name(pc.key, pin)
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.saved[name] {
+		return false
+	}
+	pc.saved[name] = true
+	return true
+}
+
+// unsaved says whether pin's entry has not been saved (or claimed) yet.
+func (pc *promptCache) unsaved(pin []int) bool {
+	name := promptcache.Name(pc.key, pin)
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return !pc.saved[name]
 }
 
 // newPromptCache sets up the prompt cache of a loaded backend; nil (with
@@ -249,23 +272,23 @@ func (b *Backend) statsMu(f func(*Stats)) {
 // prefix pin is part of that and this process has not saved it yet, it
 // decodes up to pin's end first and saves sequence 0 there.
 func (b *Backend) decodePrompt(ctx context.Context, tokens []int, from int, pin []int) (int, error) {
-	if pc := b.pc; pc != nil && len(pin) > 0 && from < len(pin) {
-		name := promptcache.Name(pc.key, pin)
-		if !pc.saved[name] {
-			if _, err := b.decode(ctx, tokens[from:len(pin)]); err != nil {
-				return 0, err
-			}
-			pc.saved[name] = true
-			b.saveSeq(0, pin)
-			from = len(pin)
+	if pc := b.pc; pc != nil && len(pin) > 0 && from < len(pin) && pc.unsaved(pin) {
+		if _, err := b.decode(ctx, tokens[from:len(pin)]); err != nil {
+			return 0, err
 		}
+		if pc.claim(pin) {
+			// Complete counts the prompt's decode around this.
+			b.stats.PromptTime -= b.saveSeq(0, pin)
+		}
+		from = len(pin)
 	}
 	return b.decode(ctx, tokens[from:])
 }
 
 // saveSeq writes sequence seq's state, which holds exactly pin, to pin's
-// entry. Failures are debug lines: the cache only ever saves time.
-func (b *Backend) saveSeq(seq int, pin []int) {
+// entry, and returns the time it took. Failures are debug lines: the cache
+// only ever saves time.
+func (b *Backend) saveSeq(seq int, pin []int) time.Duration {
 	pc := b.pc
 	start := time.Now()
 	state, err := seqState(b.lc, seq)
@@ -278,13 +301,15 @@ func (b *Backend) saveSeq(seq int, pin []int) {
 	took := time.Since(start)
 	if err != nil {
 		slog.Debug("prompt cache entry not saved", "tokens", len(pin), "err", err)
-		return
+		return took
 	}
-	b.stats.PromptTime -= took // Complete counts the prompt's decode around it
-	b.stats.DiskSaves++
-	b.stats.DiskSaveTime += took
-	b.stats.DiskFileBytes = int64(len(state))
+	b.statsMu(func(st *Stats) {
+		st.DiskSaves++
+		st.DiskSaveTime += took
+		st.DiskFileBytes = int64(len(state))
+	})
 	slog.Debug("prompt cache saved", "tokens", len(pin), "bytes", len(state), "ms", float64(took.Microseconds())/1000, "file", pc.store.Path(pc.key, pin))
+	return took
 }
 
 // streamPart is the part of a plain KV cache's sequence state that belongs
@@ -312,7 +337,8 @@ func streamPart(state []byte, streams, seq int) ([]byte, error) {
 
 // seedSlot is parallel mode's hook (sched.start): when the slot a job got
 // does not hold the job's pinned prefix, it loads it from disk into the
-// slot's sequence and returns the tokens loaded.
+// slot's sequence and returns the tokens loaded. On a miss j.savePin is
+// the prefix, to be saved once the slot has evaluated it.
 func (b *Backend) seedSlot(sl *slot, j *job) int {
 	if b.pc == nil {
 		return 0
@@ -323,6 +349,11 @@ func (b *Backend) seedSlot(sl *slot, j *job) int {
 	if len(pin) == 0 || commonPrefix(sl.cache, pin) == len(pin) {
 		return 0
 	}
+	defer func() {
+		if len(sl.cache) < len(pin) && b.pc.unsaved(pin) {
+			j.savePin = pin
+		}
+	}()
 	loaded, cleared := b.loadSeq(sl.seq, pin)
 	if cleared {
 		sl.cache = sl.cache[:0]
@@ -332,4 +363,23 @@ func (b *Backend) seedSlot(sl *slot, j *job) int {
 	}
 	sl.cache = append(sl.cache, pin...)
 	return len(pin)
+}
+
+// warmKind names Warm's calls in debug lines.
+const warmKind llm.Kind = "warm"
+
+// Warm readies msgs, a persistable system prompt, for the calls that will
+// start with it (llm.Warmer): the prefix is loaded from the prompt cache,
+// or evaluated and saved there, and stays in a sequence the next calls
+// reuse or copy. It is one call of a single generated token with a
+// placeholder user message after msgs, so it takes the serial and the
+// parallel path alike.
+func (b *Backend) Warm(ctx context.Context, msgs []llm.Message) (llm.Usage, error) {
+	if len(msgs) == 0 {
+		return llm.Usage{}, nil
+	}
+	req := llm.Request{Kind: warmKind, MaxTokens: 1, PersistableMessages: len(msgs),
+		Messages: append(slices.Clip(msgs), llm.Message{Role: llm.RoleUser, Content: "."})}
+	resp, err := b.Complete(ctx, req)
+	return resp.Usage, err
 }

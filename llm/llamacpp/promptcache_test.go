@@ -516,3 +516,90 @@ func TestPromptCacheSeedsParallel(t *testing.T) {
 		t.Fatal("no seeded sequence was checked")
 	}
 }
+
+// --parallel on an empty cache: the sequence that evaluates the prefix
+// stops its prompt chunks at the prefix's end and saves it there, once for
+// all the calls; a later serial process loads that file and answers as
+// one that evaluated the prefix itself.
+func TestPromptCacheParallelSaves(t *testing.T) {
+	dir := t.TempDir()
+	p := cachedTiny(t, dir, func(o *Options) { o.Parallel = 3 })
+	req := pinnedReq("q0")
+	tokens, pin := prompt(t, p, req)
+	var reqs []llm.Request
+	for i := range 6 {
+		reqs = append(reqs, pinnedReq(strings.Repeat("q", i+1)))
+	}
+	for i, r := range completeAll(p, nil, reqs) {
+		if r.err != nil || r.resp.Usage.DiskCachedTokens != 0 {
+			t.Fatalf("call %d: %+v, %v", i, r.resp.Usage, r.err)
+		}
+	}
+	if st := p.Stats(); st.DiskSaves != 1 || st.DiskLoads != 0 {
+		t.Fatalf("%d saves, %d loads; want one save", st.DiskSaves, st.DiskLoads)
+	}
+	files := entries(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+	if stored, err := promptcache.Tokens(files[0]); err != nil || !slices.Equal(stored, pin) {
+		t.Fatalf("the file holds %d tokens (%v), want the %d of the prefix", len(stored), err, len(pin))
+	}
+	payload, err := p.pc.store.Load(p.pc.key, pin, promptcache.Frame{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cells := binary.LittleEndian.Uint32(payload); int(cells) != len(pin) {
+		t.Fatalf("the state holds %d cells, the prefix is %d tokens", cells, len(pin))
+	}
+
+	want := complete(t, newTiny(t, nil), req) // no cache: evaluates it all
+	warm := complete(t, cachedTiny(t, dir, nil), req)
+	if warm.Usage.DiskCachedTokens != len(pin) || warm.Usage.PromptTokens != len(tokens)-len(pin) {
+		t.Fatalf("serial process after the parallel one: %+v, want the %d-token prefix from disk", warm.Usage, len(pin))
+	}
+	if warm.Text != want.Text {
+		t.Fatalf("reply from the loaded prefix %q, evaluated %q", warm.Text, want.Text)
+	}
+}
+
+// Warm (tact serve at start) readies a system prompt: on an empty cache it
+// evaluates and saves it, in a later process it loads it; either way the
+// next call with that system prompt finds it in the KV cache. Serial and
+// parallel alike.
+func TestPromptCacheWarm(t *testing.T) {
+	for _, par := range []int{1, 3} {
+		dir := t.TempDir()
+		req := pinnedReq("what does main.go do?")
+		sys := req.Messages[:1]
+		mod := func(o *Options) { o.Parallel = par }
+
+		a := cachedTiny(t, dir, mod)
+		_, pin := prompt(t, a, req)
+		u, err := a.Warm(context.Background(), sys)
+		if err != nil || u.DiskCachedTokens != 0 || u.PromptTokens < len(pin) {
+			t.Fatalf("parallel %d: cold warm-up %+v, %v; want the prefix evaluated", par, u, err)
+		}
+		if st := a.Stats(); st.DiskSaves != 1 || len(entries(t, dir)) != 1 {
+			t.Fatalf("parallel %d: %d saves, files %v after the cold warm-up", par, st.DiskSaves, entries(t, dir))
+		}
+		if r := complete(t, a, req); r.Usage.CachedTokens < len(pin) {
+			t.Fatalf("parallel %d: the call after the warm-up %+v, want the %d-token prefix reused", par, r.Usage, len(pin))
+		}
+
+		b := cachedTiny(t, dir, mod)
+		u, err = b.Warm(context.Background(), sys)
+		if err != nil || u.DiskCachedTokens != len(pin) {
+			t.Fatalf("parallel %d: warm-up of a later process %+v, %v; want the prefix loaded", par, u, err)
+		}
+		reqs := []llm.Request{req, pinnedReq("and util.go?")}
+		for i, r := range completeAll(b, nil, reqs) {
+			if r.err != nil || r.resp.Usage.CachedTokens < len(pin) || r.resp.Usage.DiskCachedTokens != 0 {
+				t.Fatalf("parallel %d: call %d after the warm-up %+v, %v; want the prefix from memory", par, i, r.resp.Usage, r.err)
+			}
+		}
+		if st := b.Stats(); st.DiskLoads != 1 || st.DiskSaves != 0 {
+			t.Fatalf("parallel %d: %d loads, %d saves; want the one load of the warm-up", par, st.DiskLoads, st.DiskSaves)
+		}
+	}
+}

@@ -15,8 +15,9 @@ package llamacpp
 //     first, saves that sequence's state, then evaluates the rest of its
 //     prompt. With --parallel (parallel.go) a loaded prefix seeds one
 //     sequence and the scheduler's prefix copy shares it with the others;
-//     parallel mode only loads (the serial mode of a cron run or of tact
-//     serve at --parallel 1 writes the files).
+//     on a miss the sequence evaluating the prefix stops its prompt chunks
+//     at the prefix's end and saves there, as a serial call does. Warm
+//     (tact serve at start) does either ahead of the first request.
 //   - The key (internal/promptcache.Key) covers the model file (path,
 //     size, modification time), the context size, batch size, KV cache
 //     type, flash attention, GPU offload, the payload's layout and the

@@ -39,21 +39,26 @@ var (
 )
 
 // Compile compiles raw; identical schemas are compiled once while they
-// stay among the cacheSize most recently used.
+// stay among the cacheSize most recently used. A schema may refer only to
+// itself: schemas come from MCP servers and tact serve's clients, and a
+// "$ref" to a file or URL is refused, never loaded.
 func Compile(raw json.RawMessage) (*Validator, error) {
 	key := string(raw)
 	cacheMu.Lock()
-	defer cacheMu.Unlock()
 	if el, ok := cache[key]; ok {
 		cacheLRU.MoveToFront(el)
+		cacheMu.Unlock()
 		return el.Value.(*Validator), nil
 	}
+	cacheMu.Unlock()
+	// Compiled without the lock: one slow schema does not hold up others.
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
 	const url = "mem:///schema.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
@@ -63,6 +68,12 @@ func Compile(raw json.RawMessage) (*Validator, error) {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	v := &Validator{raw: raw, s: s}
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if el, ok := cache[key]; ok { // compiled meanwhile by another caller
+		cacheLRU.MoveToFront(el)
+		return el.Value.(*Validator), nil
+	}
 	cache[key] = cacheLRU.PushFront(v)
 	if cacheLRU.Len() > cacheSize {
 		oldest := cacheLRU.Back()
@@ -70,6 +81,14 @@ func Compile(raw json.RawMessage) (*Validator, error) {
 		delete(cache, string(oldest.Value.(*Validator).raw))
 	}
 	return v, nil
+}
+
+// noLoader refuses every external reference (the compiler's default loads
+// file:// URLs: a schema could read the host's files).
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external $ref %q is not allowed: a schema may refer only to itself", url)
 }
 
 // MustCompile is Compile for schemas built by tact itself.

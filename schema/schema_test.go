@@ -3,6 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -108,5 +110,29 @@ func TestCompileCacheIsBounded(t *testing.T) {
 	again, _ := Compile(json.RawMessage(fmt.Sprintf(`{"type":"string","maxLength":%d}`, cacheSize+50)))
 	if again != last {
 		t.Fatal("the newest schema was not cached")
+	}
+}
+
+// A schema from outside (an MCP server, a tact serve client) cannot make
+// tact read a file or fetch a URL through "$ref"; references inside the
+// schema still work.
+func TestCompileRefusesExternalRefs(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"type":"string"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"file://" + secret, secret, "http://127.0.0.1:1/x.json", "/dev/stdin"} {
+		raw := json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"` + ref + `"}}}`)
+		if _, err := Compile(raw); err == nil || !strings.Contains(err.Error(), "not allowed") {
+			t.Errorf("$ref %s: %v, want refused", ref, err)
+		}
+	}
+	v, err := Compile(json.RawMessage(`{"$defs":{"s":{"type":"string"}},"type":"object","properties":{"a":{"$ref":"#/$defs/s"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ValidateJSON([]byte(`{"a":1}`)); err == nil {
+		t.Error("the internal $ref was not followed")
 	}
 }

@@ -350,8 +350,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // the ones still going (their model calls and runs end) and returns nil.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
+		// No BaseContext: requestContext ties each request's work to the
+		// base context, and r.Context() keeps meaning "the client is
+		// still there", so an answer finished during shutdown is sent.
 		Handler:           s,
-		BaseContext:       func(net.Listener) context.Context { return s.base },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,

@@ -293,10 +293,18 @@ func chatLines(ctx context.Context, o *chatOptions) error {
 		return err
 	}
 	c := newChatSession(o, rt)
-	br := bufio.NewReaderSize(o.IO.In, 64<<10)
+	lines := readChatLines(ctx, o.IO.In)
 	var parts []string
 	for {
-		line, err := readChatLine(br)
+		var line string
+		var err error
+		select {
+		case <-ctx.Done():
+			// A signal while waiting for the next line ends the session.
+			return sessionEnded(ctx)
+		case l := <-lines:
+			line, err = l.text, l.err
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return badInputf("reading standard input: %v", err)
 		}
@@ -320,6 +328,34 @@ func chatLines(ctx context.Context, o *chatOptions) error {
 			return nil
 		}
 	}
+}
+
+// chatLine is a line of a piped session, or the error that ended them.
+type chatLine struct {
+	text string
+	err  error
+}
+
+// readChatLines reads r's lines on a goroutine, so that the session can
+// wait for a line and for a signal at once; it stops after an error (EOF
+// included) or when ctx ends.
+func readChatLines(ctx context.Context, r io.Reader) <-chan chatLine {
+	out := make(chan chatLine)
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			text, err := readChatLine(br)
+			select {
+			case out <- chatLine{text, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // readChatLine reads one line (without its newline), at most 1 MiB.

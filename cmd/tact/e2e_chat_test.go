@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -487,5 +488,49 @@ func TestE2ERunRendererAndApproval(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(c.ws, "out.txt")); string(b) != "ay" {
 		t.Errorf("out.txt = %q", b)
+	}
+}
+
+// Piped, a signal while the session waits for its next line ends it at
+// once with the signal's code (a reader blocked on stdin does not hold it).
+func TestE2EChatPipedSignalWhileWaiting(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		c := newE2E(t)
+		cmd := osexec.Command(c.bin, "chat", "--workspace", c.ws, "--no-plan", "--script", c.file("replies.jsonl", script(t, answer("hi"))))
+		cmd.Env = c.env
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr := &syncBuf{}
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// /tools answers on stderr: the session is up and waiting.
+		io.WriteString(stdin, "/tools\n")
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "read_file"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("no /tools listing:\n%s", stderr.String())
+			}
+		}
+		start := time.Now()
+		cmd.Process.Signal(tc.sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: still waiting for input 5 s later", tc.sig)
+		}
+		if got := cmd.ProcessState.ExitCode(); got != tc.code || time.Since(start) > 2*time.Second {
+			t.Fatalf("%v: exit %d after %s, want %d at once\n%s", tc.sig, got, time.Since(start), tc.code, stderr.String())
+		}
+		stdin.Close()
 	}
 }

@@ -16,8 +16,8 @@ type Warmed struct {
 }
 
 // Warm readies the system prompts the runtime's jobs start with, the
-// planner's (unless --no-plan) and the executor's for a run without a
-// plan, on a backend that can (llm.Warmer: the llama backend loads each
+// executor's for a run without a plan and the planner's (unless
+// --no-plan), on a backend that can (llm.Warmer: the llama backend loads each
 // from its prompt cache, or evaluates and saves it). tact serve calls it
 // at start, so the first request does not pay for them. A backend that
 // cannot warm, or no model: nothing, no error.
@@ -31,11 +31,12 @@ func (rt *Runtime) Warm(ctx context.Context) ([]Warmed, error) {
 		name string
 		msg  llm.Message
 	}
-	var prompts []warmPrompt
+	// The planner's last: with one sequence (--parallel 1) the last one
+	// warmed stays in memory, and a run starts with planning.
+	prompts := []warmPrompt{{"executor", rt.executor(l, nil, llm.Usage{}).SystemMessage()}}
 	if !rt.S.NoPlan {
 		prompts = append(prompts, warmPrompt{"planner", rt.planner.SystemMessage()})
 	}
-	prompts = append(prompts, warmPrompt{"executor", rt.executor(l, nil, llm.Usage{}).SystemMessage()})
 	var out []Warmed
 	for _, p := range prompts {
 		// As the calls will send it: redacted (react.RedactingBackend).

@@ -60,9 +60,9 @@ func TestWarmReadiesTheFirstCallsSystemPrompt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"planner", "executor"}
+		want := []string{"executor", "planner"}
 		if noPlan {
-			want = want[1:]
+			want = want[:1]
 		}
 		var got []string
 		for _, w := range done {
@@ -85,8 +85,8 @@ func TestWarmReadiesTheFirstCallsSystemPrompt(t *testing.T) {
 				first[c.Kind] = c.Messages[0]
 			}
 		}
-		if !noPlan && first[llm.KindPlan] != rec.warmed[0] {
-			t.Errorf("the planner's first message differs from the warmed one:\n%q\n%q", first[llm.KindPlan].Content, rec.warmed[0].Content)
+		if !noPlan && first[llm.KindPlan] != rec.warmed[1] {
+			t.Errorf("the planner's first message differs from the warmed one:\n%q\n%q", first[llm.KindPlan].Content, rec.warmed[1].Content)
 		}
 		if noPlan && first[llm.KindAction] != rec.warmed[0] {
 			t.Errorf("the executor's first message differs from the warmed one:\n%q\n%q", first[llm.KindAction].Content, rec.warmed[0].Content)

@@ -171,6 +171,11 @@ func TestE2EServe(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("16 concurrent steps: %v", statuses)
+	// Steps carry the client's tools in their system prompt: kept in
+	// memory only, never in the prompt cache on disk.
+	if after, _ := filepath.Glob(filepath.Join(dir, ".cache", "tact", "kv", "*.kv")); len(after) != len(kv) {
+		t.Fatalf("prompt cache files after the steps: %v, want only the warm-up's %v", after, kv)
+	}
 
 	// The metrics count every step, the tokens, and the prompt prefix the
 	// requests shared.
@@ -276,7 +281,7 @@ type warmLine struct {
 	Evaluated       int    `json:"evaluated"`
 }
 
-// warmed waits for the warm-up's two lines (planner, executor).
+// warmed waits for the warm-up's two lines (executor, planner).
 func (p *serveProc) warmed(t *testing.T) []warmLine {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -289,7 +294,7 @@ func (p *serveProc) warmed(t *testing.T) []warmLine {
 			}
 		}
 		if len(out) == 2 {
-			if out[0].Prompt != "planner" || out[1].Prompt != "executor" {
+			if out[0].Prompt != "executor" || out[1].Prompt != "planner" {
 				t.Fatalf("warmed %+v", out)
 			}
 			return out

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/promptcache"
-	"github.com/tactcli/tact/internal/text"
 )
 
 // newModelsCacheCmd is `tact models cache list|clear`: the llama backend's
@@ -89,7 +88,7 @@ func newModelsCacheListCmd(s *config.Settings) *cobra.Command {
 				return err
 			}
 			if !s.Quiet {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d files, %s in %s\n", len(entries), text.DecimalSize(total), dir)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d files, %s in %s\n", len(entries), fmtFileSize(total), dir)
 				for _, e := range entries {
 					if e.Error != "" {
 						fmt.Fprintf(cmd.ErrOrStderr(), "tact: warning: %s: %s\n", e.Path, e.Error)
@@ -121,7 +120,7 @@ func newModelsCacheClearCmd(s *config.Settings) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("models cache clear: %w", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %d files (%s) from %s\n", n, text.DecimalSize(size), dir)
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %d files (%s) from %s\n", n, fmtFileSize(size), dir)
 			return nil
 		},
 	}

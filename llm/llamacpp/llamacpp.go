@@ -459,7 +459,8 @@ func (b *Backend) Close() error {
 		"prompt_reused", st.PromptReused, "prompt_copied", st.PromptCopied, "generated", st.Generated,
 		"prompt_ms", st.PromptTime.Milliseconds(), "gen_ms", st.GenTime.Milliseconds(), "sample_ms", st.SampleTime.Milliseconds(),
 		"grammar_tokens", st.GrammarTokens, "grammar_full_passes", st.GrammarFullPasses,
-		"disk_loads", st.DiskLoads, "disk_loaded", st.DiskLoaded, "disk_saves", st.DiskSaves)
+		"disk_loads", st.DiskLoads, "disk_loaded", st.DiskLoaded, "disk_load_ms", st.DiskLoadTime.Milliseconds(),
+		"disk_saves", st.DiskSaves, "disk_save_ms", st.DiskSaveTime.Milliseconds())
 	for _, e := range b.grammars {
 		if e.g != nil {
 			e.g.free()
@@ -595,11 +596,7 @@ func (b *Backend) promptTokens(msgs []llm.Message) ([]int, error) {
 	if len(msgs) == 0 {
 		return nil, errors.New("llama backend: request has no messages")
 	}
-	clean := make([]llm.Message, len(msgs))
-	for i, m := range msgs {
-		clean[i] = llm.Message{Role: m.Role, Content: neutralize(m.Content, b.controls)}
-	}
-	prompt, err := b.format.Format(clean, true)
+	prompt, err := b.formatMessages(msgs, true)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: chat template: %w", b.info.Name, err)
 	}
@@ -615,6 +612,16 @@ func (b *Backend) promptTokens(msgs []llm.Message) ([]int, error) {
 	}
 	b.lastPrompt.text, b.lastPrompt.tokens = prompt, tokens
 	return tokens, nil
+}
+
+// formatMessages is msgs in the chat template, control tokens in their
+// content neutralized; addGen opens the assistant's turn.
+func (b *Backend) formatMessages(msgs []llm.Message, addGen bool) (string, error) {
+	clean := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		clean[i] = llm.Message{Role: m.Role, Content: neutralize(m.Content, b.controls)}
+	}
+	return b.format.Format(clean, addGen)
 }
 
 // tokenizePrompt tokenizes formatted prompt text: special tokens parsed,

@@ -123,7 +123,8 @@ type job struct {
 	inBatch  int   // tokens of the job in the batch in flight
 	drawn    draw  // the token drawn from the decode just done
 	copied   int   // prompt tokens copied from another sequence
-	savePin  []int // the pinned prefix to save once evaluated (promptcache.go)
+	pin      []int // the prompt's pinned prefix, for the prompt cache (promptcache.go)
+	savePin  []int // pin, to be saved once evaluated
 	usage    llm.Usage
 
 	// Shared with the caller.
@@ -255,14 +256,18 @@ func (b *Backend) completeParallel(ctx context.Context, req llm.Request) (llm.Re
 		err = fmt.Errorf("%w: the prompt is %d tokens, the context holds %d (raise --ctx-size)", ErrContextFull, len(tokens), b.opts.CtxSize)
 	}
 	var smpl *sampler
+	var pin []int
 	if err == nil {
 		smpl, err = b.sampler(req)
+		// Here rather than on the scheduler goroutine: formatting and
+		// tokenizing would hold up every sequence's decode.
+		pin = b.pinnedPrefix(req, tokens)
 	}
 	b.mu.Unlock()
 	if err != nil {
 		return llm.Response{}, err
 	}
-	j := &job{ctx: ctx, req: req, prompt: tokens, smpl: smpl, submitted: time.Now(), last: -1, idx: -1,
+	j := &job{ctx: ctx, req: req, prompt: tokens, pin: pin, smpl: smpl, submitted: time.Now(), last: -1, idx: -1,
 		notify: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := b.sched.submit(j); err != nil {
 		smpl.free()
@@ -673,6 +678,7 @@ func (s *sched) step() {
 	}
 
 	start = time.Now()
+	var saving time.Duration // of this, saving prefixes: not sampling
 	var ready []*job
 	for _, j := range batch {
 		sl := j.slot
@@ -688,7 +694,7 @@ func (s *sched) step() {
 			b.mu.Unlock()
 			if pin := j.savePin; len(pin) > 0 && j.next >= len(pin) {
 				if j.next == len(pin) && b.pc.claim(pin) {
-					b.saveSeq(sl.seq, pin)
+					saving += b.saveSeq(sl.seq, pin)
 				}
 				j.savePin = nil
 			}
@@ -702,7 +708,7 @@ func (s *sched) step() {
 	for _, j := range ready {
 		s.sample(j)
 	}
-	took = time.Since(start)
+	took = time.Since(start) - saving
 	b.mu.Lock()
 	b.stats.GenTime += took
 	b.stats.SampleTime += took

@@ -176,11 +176,7 @@ func (b *Backend) pinnedPrefix(req llm.Request, tokens []int) []int {
 	if pc == nil || k <= 0 {
 		return nil
 	}
-	clean := make([]llm.Message, k)
-	for i, m := range req.Messages[:k] {
-		clean[i] = llm.Message{Role: m.Role, Content: neutralize(m.Content, b.controls)}
-	}
-	text, err := b.format.Format(clean, false)
+	text, err := b.formatMessages(req.Messages[:k], false)
 	if err != nil {
 		return nil
 	}
@@ -337,17 +333,13 @@ func streamPart(state []byte, streams, seq int) ([]byte, error) {
 }
 
 // seedSlot is parallel mode's hook (sched.start): when the slot a job got
-// does not hold the job's pinned prefix, it loads it from disk into the
-// slot's sequence and returns the tokens loaded. On a miss j.savePin is
-// the prefix, to be saved once the slot has evaluated it.
+// does not hold the job's pinned prefix (j.pin, found by the caller), it
+// loads it from disk into the slot's sequence and returns the tokens
+// loaded. On a miss j.savePin is the prefix, to be saved once the slot has
+// evaluated it.
 func (b *Backend) seedSlot(sl *slot, j *job) int {
-	if b.pc == nil {
-		return 0
-	}
-	b.mu.Lock()
-	pin := b.pinnedPrefix(j.req, j.prompt)
-	b.mu.Unlock()
-	if len(pin) == 0 || commonPrefix(sl.cache, pin) == len(pin) {
+	pin := j.pin
+	if b.pc == nil || len(pin) == 0 || commonPrefix(sl.cache, pin) == len(pin) {
 		return 0
 	}
 	defer func() {

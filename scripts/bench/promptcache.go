@@ -37,9 +37,6 @@ type pcRun struct {
 	disk          int           // of its prompt, tokens from the disk cache
 	saveMS        float64
 	loadMS        float64
-	savedBytes    int64
-	loadedBytes   int64
-	cachedTokens  int
 	cacheDirBytes int64
 }
 
@@ -49,7 +46,7 @@ type pcResult struct {
 }
 
 var (
-	logMS   = regexp.MustCompile(`msg="prompt cache (saved|loaded)" tokens=(\d+) bytes=(\d+) ms=([0-9.]+)`)
+	logMS   = regexp.MustCompile(`msg="prompt cache (saved|loaded)" tokens=\d+ bytes=\d+ ms=([0-9.]+)`)
 	logCall = regexp.MustCompile(`msg="llama call" .* ms=(\d+)`)
 )
 
@@ -115,14 +112,11 @@ func (c *concBench) pcRunOne(cacheHome string, off bool) (pcRun, error) {
 		return r, err
 	}
 	for _, m := range logMS.FindAllStringSubmatch(stderr.String(), -1) {
-		bytes, _ := strconv.ParseInt(m[3], 10, 64)
-		ms, _ := strconv.ParseFloat(m[4], 64)
+		ms, _ := strconv.ParseFloat(m[2], 64)
 		if m[1] == "saved" {
 			r.saveMS += ms
-			r.savedBytes += bytes
 		} else {
 			r.loadMS += ms
-			r.loadedBytes += bytes
 		}
 	}
 	m := logCall.FindStringSubmatch(stderr.String())
@@ -174,7 +168,7 @@ func (r *pcRun) readTrace(path string, start time.Time) error {
 		}
 		if ev.Event == "step" && ev.Step != nil {
 			u := ev.Step.TokenUsage
-			r.evaluated, r.cachedTokens, r.disk = u.PromptTokens, u.CachedTokens, u.DiskCachedTokens
+			r.evaluated, r.disk = u.PromptTokens, u.DiskCachedTokens
 			return nil
 		}
 	}

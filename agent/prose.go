@@ -228,7 +228,7 @@ func (r *ProseReply) parseAction(s string, input *section, sigs Signatures) erro
 	}
 	name := identRE.FindString(s)
 	if name == "" {
-		return fmt.Errorf("%q is not a tool name", clipLine(firstLine(s)))
+		return fmt.Errorf("%q is not a tool name", clipLine(text.FirstLine(s)))
 	}
 	if len(sigs) > 0 {
 		if _, ok := sigs[name]; !ok {
@@ -419,7 +419,7 @@ func (p *argParser) args() (json.RawMessage, error) {
 		case 0:
 			return nil, errors.New("unclosed \"(\"")
 		default:
-			return nil, fmt.Errorf("argument %q: want \",\" or \")\" after its value, found %q", key, clipLine(firstLine(p.s[p.i:])))
+			return nil, fmt.Errorf("argument %q: want \",\" or \")\" after its value, found %q", key, clipLine(text.FirstLine(p.s[p.i:])))
 		}
 	}
 	return objectJSON(keys, vals), nil
@@ -666,5 +666,3 @@ func objectFields(raw json.RawMessage) ([]string, map[string]json.RawMessage) {
 	}
 	return keys, vals
 }
-
-func firstLine(s string) string { return text.FirstLine(s) }

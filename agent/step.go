@@ -514,14 +514,12 @@ func (c *stepCall) systemPrompt() string {
 		for _, t := range c.req.Tools {
 			var compact bytes.Buffer
 			_ = json.Compact(&compact, t.schema())
-			tools = append(tools, prompt.Tool{Name: t.Name, Description: oneLine(t.Description), Schema: compact.String()})
+			tools = append(tools, prompt.Tool{Name: t.Name, Description: text.OneLine(t.Description), Schema: compact.String()})
 		}
 		data["Tools"] = tools
 	}
 	return prompt.Render("step_system", data)
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // turnMessage is a turn as the model saw or wrote it: an assistant turn in
 // the reply form it was asked for, so a conversation that comes back

@@ -95,7 +95,7 @@ func ResultText(res *sdk.CallToolResult) string {
 				line += ", " + size(*c.Size)
 			}
 			if c.Name != "" && c.Name != c.URI {
-				line += ", " + oneLine(c.Name)
+				line += ", " + text.OneLine(c.Name)
 			}
 			parts = append(parts, line+"]")
 		case *sdk.EmbeddedResource:
@@ -130,17 +130,15 @@ func schemaProblem(err error) string {
 			return line
 		}
 	}
-	return oneLine(err.Error())
+	return text.OneLine(err.Error())
 }
 
 func orUnknown(s string) string {
 	if s == "" {
 		return "unknown type"
 	}
-	return oneLine(s)
+	return text.OneLine(s)
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func size(n int64) string { return text.BinarySize(uint64(max(n, 0))) }
 

@@ -7,6 +7,8 @@ import (
 	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/prompt"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // A conversation's earlier turns (tact chat): a run given them puts them
@@ -76,13 +78,13 @@ func TurnEntry(n int, query string, res *Result, redact func(string) string) Con
 			}
 		}
 	}
-	brief := fmt.Sprintf("- turn %d: %q", n, clip(oneLine(t.Query), briefBytes))
+	brief := fmt.Sprintf("- turn %d: %q", n, clip(text.OneLine(t.Query), briefBytes))
 	if len(tools) > 0 {
 		brief += " (" + strings.Join(tools, ", ") + ")"
 	}
 	switch {
 	case t.Answer != "":
-		brief += " -> " + clip(oneLine(t.Answer), briefBytes)
+		brief += " -> " + clip(text.OneLine(t.Answer), briefBytes)
 	case t.Note != "":
 		brief += " -> " + t.Note
 	}
@@ -121,8 +123,6 @@ func headLines(s string, n, max int) string {
 	}
 	return out
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // conversationFold describes a folding for its compaction event.
 type conversationFold struct {

@@ -3,6 +3,7 @@ package react
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"sync"
 	"time"
 )
@@ -38,6 +39,19 @@ type Event struct {
 	Type   string
 	Time   time.Time
 	Fields map[string]any
+}
+
+// Decode reads field name into v: the executor's fields are JSON already
+// (json.RawMessage), the engine's are Go values.
+func (ev Event) Decode(name string, v any) error {
+	raw, ok := ev.Fields[name].(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(ev.Fields[name]); err != nil {
+			return err
+		}
+	}
+	return json.Unmarshal(raw, v)
 }
 
 // Sink receives a run's events: the JSONL trace, the terminal progress line

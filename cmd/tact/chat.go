@@ -19,7 +19,6 @@ import (
 	"github.com/tactcli/tact/internal/render"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
-	"golang.org/x/term"
 )
 
 // chatOptions is tact chat's test seam: everything it needs, parsed.
@@ -64,8 +63,8 @@ func newChatCmd(f *factory, runF func(context.Context, *chatOptions) error) *cob
 // chatRun is interactive when standard input and stderr are terminals,
 // else it reads one query a line.
 func chatRun(ctx context.Context, o *chatOptions) error {
-	if f, ok := o.IO.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) && o.IO.StderrTTY {
-		return chatTerminal(ctx, o, f)
+	if stdinIsTerminal(o.IO) && o.IO.StderrTTY {
+		return chatTerminal(ctx, o, o.IO.In.(*os.File))
 	}
 	return chatLines(ctx, o)
 }
@@ -110,12 +109,12 @@ func (c *chatSession) Handle(ev react.Event) {
 		c.plan = nil
 	case react.EventPlan, react.EventReplan:
 		var rows []json.RawMessage
-		if decodeField(ev.Fields["plan"], &rows) == nil {
+		if ev.Decode("plan", &rows) == nil {
 			c.plan = rows
 		}
 	case react.EventModelCall:
 		var n int
-		if decodeField(ev.Fields["prompt_tokens"], &n) == nil {
+		if ev.Decode("prompt_tokens", &n) == nil {
 			c.lastPrompt = n
 		}
 	}

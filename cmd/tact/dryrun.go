@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -30,7 +29,7 @@ func (d *dryRunSink) Handle(ev react.Event) {
 	switch ev.Type {
 	case react.EventRunStart:
 		var sb exec.SandboxInfo
-		if decodeField(ev.Fields["sandbox"], &sb) == nil {
+		if ev.Decode("sandbox", &sb) == nil {
 			d.sandbox = sb.String()
 		}
 	case react.EventExecuteStart:
@@ -38,7 +37,7 @@ func (d *dryRunSink) Handle(ev react.Event) {
 		d.write("dry-run: run_command sandbox: " + d.sandbox)
 	case react.EventStep:
 		var st react.StepTrace
-		if err := decodeField(ev.Fields["step"], &st); err != nil {
+		if err := ev.Decode("step", &st); err != nil {
 			return
 		}
 		d.write(fmt.Sprintf("dry-run: step %d: %s %s -> %s", st.Iteration, st.Action.Tool, st.Action.Args, dryRunDecision(st)))
@@ -52,21 +51,8 @@ func dryRunDecision(st react.StepTrace) string {
 		return "would " + strings.TrimPrefix(st.Decision, "dry_run:")
 	case st.SkipReason != "":
 		return "skipped: " + st.SkipReason
-	case st.Action.Tool == "final_answer":
+	case st.Action.Tool == exec.FinalAnswer:
 		return "final answer"
 	}
 	return "ran (read)"
-}
-
-// decodeField reads an event field into v: the executor's fields are JSON
-// already (json.RawMessage), the engine's are Go values.
-func decodeField(field any, v any) error {
-	raw, ok := field.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(field); err != nil {
-			return err
-		}
-	}
-	return json.Unmarshal(raw, v)
 }

@@ -44,15 +44,3 @@ func (p *progress) done() {
 		p.drawn = false
 	}
 }
-
-// println writes line on stderr, clearing the status line first (the next
-// update draws it again below).
-func (p *progress) println(line string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprint(p.io.ErrOut, "\r\033[K")
-		p.drawn = false
-	}
-	fmt.Fprintln(p.io.ErrOut, line)
-}

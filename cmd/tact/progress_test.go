@@ -26,17 +26,3 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		}
 	}
 }
-
-// A line printed while the status line is drawn (the dry-run listing)
-// erases it first, so the two never share a row.
-func TestProgressPrintlnClearsTheLine(t *testing.T) {
-	var buf bytes.Buffer
-	p := newProgress(&iostreams{ErrOut: &buf, StderrTTY: true}, false)
-	p.println("first")
-	p.update("step 1: thinking")
-	p.println("dry-run: step 1")
-	p.done()
-	if want := "first\n\r\033[Kstep 1: thinking\r\033[Kdry-run: step 1\n"; buf.String() != want {
-		t.Fatalf("%q, want %q", buf.String(), want)
-	}
-}

@@ -216,32 +216,32 @@ func (r *Renderer) Handle(ev react.Event) {
 		r.plan(ev)
 	case react.EventModelCall:
 		var kind llm.Kind
-		_ = decode(ev.Fields["kind"], &kind)
+		_ = ev.Decode("kind", &kind)
 		r.status(callLabel(kind))
 	case react.EventAction:
 		var it int
 		var tool string
 		var args json.RawMessage
-		_ = decode(ev.Fields["iteration"], &it)
-		_ = decode(ev.Fields["tool"], &tool)
-		_ = decode(ev.Fields["args"], &args)
+		_ = ev.Decode("iteration", &it)
+		_ = ev.Decode("tool", &tool)
+		_ = ev.Decode("args", &args)
 		r.lastAction = it
 		r.println(r.actionLine(tool, args))
 		r.status("running " + tool)
 	case react.EventStep:
 		var st react.StepTrace
-		if decode(ev.Fields["step"], &st) == nil {
+		if ev.Decode("step", &st) == nil {
 			r.step(st)
 		}
 	case react.EventCompaction:
 		r.compaction(ev)
 	case react.EventFallback:
 		var msg string
-		_ = decode(ev.Fields["message"], &msg)
+		_ = ev.Decode("message", &msg)
 		r.println(r.paint(yellow, "  stopping: ") + r.paint(dim, exec.SanitizeTerminal(text.FirstLine(msg))))
 	case react.EventTermination:
 		var u llm.Usage
-		_ = decode(ev.Fields["token_usage"], &u)
+		_ = ev.Decode("token_usage", &u)
 		r.turn.usage, r.turn.end, r.turn.ended = u, r.o.Now(), true
 		r.label = ""
 		r.clear()
@@ -437,7 +437,7 @@ func (r *Renderer) plan(ev react.Event) {
 		Type string `json:"type"`
 		Tool string `json:"tool"`
 	}
-	if decode(ev.Fields["plan"], &rows) != nil {
+	if ev.Decode("plan", &rows) != nil {
 		return
 	}
 	var tools []string
@@ -472,19 +472,6 @@ func (r *Renderer) compaction(ev react.Event) {
 		what = fmt.Sprintf("earlier turns %d-%d", f.FirstTurn, f.LastTurn)
 	}
 	r.println(r.paint(dim, fmt.Sprintf("  compacted %s to fit the context window (%s → %s tokens)", what, thousands(f.Before), thousands(f.After))))
-}
-
-// decode reads an event field: the executor's are JSON already
-// (json.RawMessage), the engine's are Go values.
-func decode(field any, v any) error {
-	raw, ok := field.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(field); err != nil {
-			return err
-		}
-	}
-	return json.Unmarshal(raw, v)
 }
 
 // clipRunes keeps at most n runes of s, ending in "…" when cut.

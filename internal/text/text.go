@@ -20,6 +20,10 @@ func FirstLine(s string) string {
 	return s
 }
 
+// OneLine is s with every run of whitespace, newlines included, made one
+// space, and none at either end.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 // Indent puts prefix before every non-empty line of s.
 func Indent(s, prefix string) string {
 	lines := strings.Split(s, "\n")

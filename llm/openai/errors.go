@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,13 +80,13 @@ func parseErrorBody(body []byte) (message, code string) {
 			}
 			if json.Unmarshal(doc.Error, &inner) == nil {
 				message = scalar(inner.Message)
-				code = firstOf(scalar(inner.Code), scalar(inner.Type))
+				code = cmp.Or(scalar(inner.Code), scalar(inner.Type))
 			} else {
 				message = scalar(doc.Error)
 			}
 		}
-		message = firstOf(message, scalar(doc.Message), scalar(doc.Detail))
-		code = firstOf(code, scalar(doc.Code), scalar(doc.Type))
+		message = cmp.Or(message, scalar(doc.Message), scalar(doc.Detail))
+		code = cmp.Or(code, scalar(doc.Code), scalar(doc.Type))
 		if message == "" && len(doc.Detail) > 0 {
 			message = string(doc.Detail) // FastAPI's validation errors: a list
 		}
@@ -108,15 +109,6 @@ func scalar(raw json.RawMessage) string {
 	var n json.Number
 	if json.Unmarshal(raw, &n) == nil {
 		return n.String()
-	}
-	return ""
-}
-
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
 	}
 	return ""
 }

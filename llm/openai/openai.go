@@ -7,6 +7,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -428,7 +429,7 @@ func (b *Backend) attempt(ctx context.Context, req llm.Request, params openai.Ch
 		if req.OnToken != nil && text.Len() > 0 {
 			req.OnToken(text.String())
 		}
-		finish = cmpOr(cc.Choices[0].FinishReason, "stop")
+		finish = cmp.Or(cc.Choices[0].FinishReason, "stop")
 		if cc.JSON.Usage.Valid() {
 			usage = &cc.Usage
 		}
@@ -449,13 +450,6 @@ func (b *Backend) attempt(ctx context.Context, req llm.Request, params openai.Ch
 		resp.Usage = llm.Usage{PromptTokens: p, CompletionTokens: c}
 	}
 	return resp, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // statusError reads an error reply: its body (bounded) and Retry-After.

@@ -48,9 +48,16 @@ func (l lockedTests) Run() int {
 // txtar archive of files plus the commands a user would type, with the
 // expected stdout, stderr and exit codes.
 func TestScripts(t *testing.T) {
+	// One runtime directory for every script, so their tact processes share
+	// one CPU lock and take turns at the model as users' runs do. testscript
+	// gives each script its own TMPDIR, where the lock would otherwise live:
+	// five model-running scripts at once on two cores took 10-25 times as
+	// long as one after another (ggml's threads spin at barriers).
+	runtimeDir := t.TempDir()
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
+			env.Setenv("XDG_RUNTIME_DIR", runtimeDir)
 			// A clean, unattended environment: no terminal prompts, no user
 			// policy or models, and no TACT_* settings leaking in from the
 			// developer's shell.

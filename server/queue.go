@@ -11,6 +11,11 @@ import (
 // errQueueFull is a request that found every sequence busy and the queue full.
 var errQueueFull = errors.New("every sequence is busy and the queue is full")
 
+// errDraining is a request still waiting in the queue when the server began
+// to shut down: it has not started, so it is refused at once rather than
+// started in the grace meant for the requests already running.
+var errDraining = errors.New("the server is shutting down")
+
 // admission lets up to cap(slots) requests run at once (the model's
 // parallel sequences) and up to maxWait more wait, in arrival order, for
 // a free one; the rest are refused at once.
@@ -22,15 +27,35 @@ type admission struct {
 	// avgHold is a moving average of how long a request holds a slot,
 	// for the Retry-After of a refusal.
 	avgHold time.Duration
+	// draining is closed when the server begins to shut down.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 func newAdmission(parallel, queue int) *admission {
-	return &admission{slots: make(chan struct{}, max(parallel, 1)), maxWait: max(queue, 0)}
+	return &admission{slots: make(chan struct{}, max(parallel, 1)), maxWait: max(queue, 0), draining: make(chan struct{})}
 }
 
-// acquire takes a slot, waiting in the queue while ctx lasts. The release
-// must be called once.
+// drain refuses, from now on, every request that is waiting or arrives.
+func (a *admission) drain() { a.drainOnce.Do(func() { close(a.draining) }) }
+
+func (a *admission) isDraining() bool {
+	select {
+	case <-a.draining:
+		return true
+	default:
+		return false
+	}
+}
+
+// acquire takes a slot, waiting in the queue while ctx lasts and the
+// server is not draining. The release must be called once.
 func (a *admission) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case <-a.draining:
+		return nil, errDraining
+	default:
+	}
 	select {
 	case a.slots <- struct{}{}:
 		return a.releaser(), nil
@@ -51,6 +76,8 @@ func (a *admission) acquire(ctx context.Context) (release func(), err error) {
 	select {
 	case a.slots <- struct{}{}:
 		return a.releaser(), nil
+	case <-a.draining:
+		return nil, errDraining
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

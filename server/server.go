@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/tactcli/tact/agent"
@@ -73,13 +72,12 @@ func isLoopback(host string) bool {
 
 // Server serves one runtime.
 type Server struct {
-	rt       *agent.Runtime
-	cfg      Config
-	log      *slog.Logger
-	adm      *admission
-	m        *metrics
-	mux      *http.ServeMux
-	draining atomic.Bool
+	rt  *agent.Runtime
+	cfg Config
+	log *slog.Logger
+	adm *admission
+	m   *metrics
+	mux *http.ServeMux
 	// base is every request's parent context: cancelling it ends the
 	// model calls and runs still going when the shutdown grace is over.
 	base       context.Context
@@ -268,13 +266,13 @@ func (s *Server) requestContext(r *http.Request) (context.Context, context.Cance
 // admit takes a sequence for the request, waiting in the queue; on
 // failure it has answered (429 with Retry-After, 504, 503) and returns nil.
 func (s *Server) admit(ctx context.Context, w http.ResponseWriter, r *http.Request) func() {
-	if s.draining.Load() {
-		s.fail(w, r, http.StatusServiceUnavailable, "the server is shutting down")
-		return nil
-	}
 	release, err := s.adm.acquire(ctx)
 	if err == nil {
 		return release
+	}
+	if errors.Is(err, errDraining) {
+		s.fail(w, r, http.StatusServiceUnavailable, "the server is shutting down; the request did not start")
+		return nil
 	}
 	if errors.Is(err, errQueueFull) {
 		w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
@@ -339,7 +337,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	h.Sequences.Free = h.Sequences.Total - h.Sequences.Busy
 	h.Queue.Length, h.Queue.Capacity = s.adm.queued(), s.cfg.Queue
 	code := http.StatusOK
-	if s.draining.Load() {
+	if s.adm.isDraining() {
 		h.Status, code = "shutting_down", http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, h)
@@ -367,7 +365,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	s.draining.Store(true)
+	s.adm.drain()
 	s.log.Info("shutting down", "grace", s.cfg.ShutdownGrace.String(), "in_flight", s.adm.busy(), "queued", s.adm.queued())
 	// In-flight requests get the grace less a margin in which cancelled
 	// ones write their answers, so everything ends within the grace.

@@ -715,6 +715,38 @@ func TestRunsTimeout(t *testing.T) {
 	}
 }
 
+// serving runs e's server on a loopback listener through Serve (the
+// shutdown path), returning its URL, the shutdown trigger and Serve's result.
+func (e *testEnv) serving() (url string, shutdown context.CancelFunc, served chan error) {
+	e.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.t.Cleanup(cancel)
+	served = make(chan error, 1)
+	go func() { served <- e.srv.Serve(ctx, ln) }()
+	return "http://" + ln.Addr().String(), cancel, served
+}
+
+// postAsync posts body to url and sends the reply on the returned channel
+// (code -1: no reply).
+func postAsync(url, body string) chan reply {
+	got := make(chan reply, 1)
+	go func() {
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			got <- reply{code: -1, body: []byte(err.Error())}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		got <- reply{code: resp.StatusCode, header: resp.Header, body: b}
+	}()
+	return got
+}
+
 // Serve: on the context's end it stops accepting, lets in-flight requests
 // finish within the grace, cancels the rest, and returns nil.
 func TestGracefulShutdown(t *testing.T) {
@@ -729,40 +761,93 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fk := &fake{delay: tc.delay, started: make(chan struct{}, 1)}
 			e := newEnv(t, Config{ShutdownGrace: time.Second}, fk, "", nil)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() { served <- e.srv.Serve(ctx, ln) }()
-			url := "http://" + ln.Addr().String()
-			got := make(chan int, 1)
-			go func() {
-				resp, err := http.Post(url+"/api/agent/react_step", "application/json", strings.NewReader(`{"user_query": "q"}`))
-				if err != nil {
-					got <- -1
-					return
-				}
-				resp.Body.Close()
-				got <- resp.StatusCode
-			}()
+			url, shutdown, served := e.serving()
+			got := postAsync(url+"/api/agent/react_step", `{"user_query": "q"}`)
 			<-fk.started
 			start := time.Now()
-			cancel()
+			shutdown()
 			if err := <-served; err != nil {
 				t.Fatal(err)
 			}
 			if took := time.Since(start); took > 1200*time.Millisecond {
 				t.Fatalf("shutdown took %s with a grace of 1s", took)
 			}
-			if c := <-got; c != tc.code {
-				t.Fatalf("in-flight request: %d", c)
+			if r := <-got; r.code != tc.code {
+				t.Fatalf("in-flight request: %d %s", r.code, r.body)
 			}
 			if _, err := http.Get(url + "/healthz"); err == nil {
 				t.Fatal("still accepting after shutdown")
 			}
 		})
+	}
+}
+
+// A request still waiting in the queue when shutdown begins is refused at
+// once (503) and never reaches the model, while the running one finishes;
+// /healthz says shutting_down meanwhile.
+func TestShutdownRefusesQueued(t *testing.T) {
+	fk := &fake{delay: 1500 * time.Millisecond, started: make(chan struct{}, 2)}
+	e := newEnv(t, Config{Parallel: 1, Queue: 2, ShutdownGrace: 10 * time.Second}, fk, "", nil)
+	url, shutdown, served := e.serving()
+	running := postAsync(url+"/api/agent/react_step", `{"user_query": "first"}`)
+	<-fk.started
+	queued := postAsync(url+"/api/agent/react_step", `{"user_query": "second"}`)
+	for deadline := time.Now().Add(5 * time.Second); e.srv.adm.queued() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never queued")
+		}
+	}
+	start := time.Now()
+	shutdown()
+	r := <-queued
+	if r.code != 503 || !strings.Contains(string(r.body), "shutting down; the request did not start") {
+		t.Fatalf("queued request: %d %s", r.code, r.body)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("the queued request waited %s for its 503", took)
+	}
+	rec := httptest.NewRecorder()
+	e.srv.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	var h Health
+	if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil || rec.Code != 503 || h.Status != "shutting_down" || h.Sequences.Busy != 1 {
+		t.Fatalf("healthz while draining: %d %s", rec.Code, rec.Body)
+	}
+	if r := <-running; r.code != 200 {
+		t.Fatalf("running request: %d %s", r.code, r.body)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if fk.calls != 1 {
+		t.Fatalf("%d model calls; the queued request must not start", fk.calls)
+	}
+}
+
+// A /v1/runs run still going when the grace is over is cancelled: 503 with
+// its result, ended cancelled, its command stopped.
+func TestShutdownCancelsRun(t *testing.T) {
+	e := newEnv(t, Config{ShutdownGrace: time.Second}, nil, "", func(s *config.Settings) { s.Sandbox, s.Yes = "off", true })
+	url, shutdown, served := e.serving()
+	plan := `{"tool":"run_command","args":{"command":"sleep 30"}}` + "\n" + finalPlan
+	got := postAsync(url+"/v1/runs", toJSON(t, map[string]any{"plan": plan}))
+	for deadline := time.Now().Add(5 * time.Second); e.srv.adm.busy() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never started")
+		}
+	}
+	start := time.Now()
+	shutdown()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	var res map[string]any
+	r.json(t, &res)
+	if r.code != 503 || res["termination_reason"] != "cancelled" || res["success"] != false {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("shutdown took %s with a grace of 1s", took)
 	}
 }
 

@@ -77,14 +77,22 @@ type chatSession struct {
 	rt   *agent.Runtime
 	conv *agent.Conversation
 
+	dryRun react.Sink // --dry-run's listing of each turn; nil without it
+
 	mu         sync.Mutex
 	noPlan     bool
 	plan       []json.RawMessage // the current turn's (or last turn's) plan rows
 	lastPrompt int               // prompt tokens of the latest model call
 }
 
-func newChatSession(o *chatOptions, rt *agent.Runtime) *chatSession {
-	return &chatSession{io: o.IO, s: o.S, rt: rt, conv: agent.NewConversation(), noPlan: o.S.NoPlan}
+// newChatSession starts a conversation on rt; say writes a line on stderr
+// (the dry-run listing's).
+func newChatSession(o *chatOptions, rt *agent.Runtime, say func(line string)) *chatSession {
+	c := &chatSession{io: o.IO, s: o.S, rt: rt, conv: agent.NewConversation(), noPlan: o.S.NoPlan}
+	if o.S.DryRun && !o.S.Quiet {
+		c.dryRun = newDryRunSink(say)
+	}
+	return c
 }
 
 // openChatRuntime opens the runtime; a chat needs a model for every turn.
@@ -100,8 +108,12 @@ func openChatRuntime(ctx context.Context, o *chatOptions, opts agent.Options) (*
 	return rt, nil
 }
 
-// Handle keeps what /plan and /context show (react.Sink).
+// Handle keeps what /plan and /context show and lists a dry run
+// (react.Sink).
 func (c *chatSession) Handle(ev react.Event) {
+	if c.dryRun != nil {
+		c.dryRun.Handle(ev)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch ev.Type {
@@ -291,7 +303,7 @@ func chatLines(ctx context.Context, o *chatOptions) error {
 	if err != nil {
 		return err
 	}
-	c := newChatSession(o, rt)
+	c := newChatSession(o, rt, func(line string) { fmt.Fprintln(o.IO.ErrOut, line) })
 	lines := readChatLines(ctx, o.IO.In)
 	var parts []string
 	for {
@@ -425,7 +437,7 @@ func chatTerminal(ctx context.Context, o *chatOptions, stdin *os.File) error {
 	if err != nil {
 		return err
 	}
-	c := newChatSession(o, rt)
+	c := newChatSession(o, rt, rend.Println)
 	hist := &chatHistory{}
 	if path, err := historyPath(); err == nil {
 		hist = loadHistory(path)

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -529,34 +530,44 @@ func (s *Settings) CapThreads() string {
 }
 
 // DataDir is $XDG_DATA_HOME/tact (default ~/.local/share/tact).
-func DataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "tact")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".local", "share", "tact")
-}
+func DataDir() string { return xdgDir("XDG_DATA_HOME", ".local", "share") }
 
 // CacheDir is $XDG_CACHE_HOME/tact (default ~/.cache/tact).
-func CacheDir() string {
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "tact")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "tact")
-}
+func CacheDir() string { return xdgDir("XDG_CACHE_HOME", ".cache") }
 
 // PromptCacheDir is where the llama backend keeps prompt KV state:
 // $XDG_CACHE_HOME/tact/kv.
 func PromptCacheDir() string { return filepath.Join(CacheDir(), "kv") }
 
 // ConfigDir is $XDG_CONFIG_HOME/tact (default ~/.config/tact).
-func ConfigDir() string {
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
+func ConfigDir() string { return xdgDir("XDG_CONFIG_HOME", ".config") }
+
+// StateDir is $XDG_STATE_HOME/tact (default ~/.local/state/tact).
+func StateDir() string { return xdgDir("XDG_STATE_HOME", ".local", "state") }
+
+// xdgDir is tact's directory under the base directory the variable names,
+// else under the default below the home directory. As the XDG Base
+// Directory spec says, a relative value is ignored: it would put files
+// wherever the command happens to run.
+func xdgDir(variable string, defaultUnderHome ...string) string {
+	if d := os.Getenv(variable); filepath.IsAbs(d) {
 		return filepath.Join(d, "tact")
 	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".config", "tact")
+	parts := append([]string{HomeDir()}, defaultUnderHome...)
+	return filepath.Join(append(parts, "tact")...)
+}
+
+// HomeDir is $HOME, else the user database's home (a service or a cron
+// job started without HOME), else the temporary directory: never a
+// relative path.
+func HomeDir() string {
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		return h
+	}
+	if u, err := user.Current(); err == nil && filepath.IsAbs(u.HomeDir) {
+		return u.HomeDir
+	}
+	return os.TempDir()
 }
 
 // ModelsDirectory resolves the models directory.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,15 +101,36 @@ func TestPromptCacheSettings(t *testing.T) {
 	}
 }
 
-func TestCacheDirs(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", "/k")
-	if CacheDir() != "/k/tact" || PromptCacheDir() != "/k/tact/kv" {
-		t.Fatal(CacheDir(), PromptCacheDir())
-	}
-	t.Setenv("XDG_CACHE_HOME", "")
-	t.Setenv("HOME", "/h")
-	if PromptCacheDir() != "/h/.cache/tact/kv" {
-		t.Fatal(PromptCacheDir())
+// tact's directories follow the XDG Base Directory spec: an absolute
+// variable wins, a relative one is ignored, and without HOME the user
+// database's home is used (never a path relative to where tact runs).
+func TestBaseDirs(t *testing.T) {
+	dirs := map[string]func() string{"XDG_CACHE_HOME": PromptCacheDir, "XDG_DATA_HOME": DataDir,
+		"XDG_CONFIG_HOME": ConfigDir, "XDG_STATE_HOME": StateDir}
+	defaults := map[string]string{"XDG_CACHE_HOME": ".cache/tact/kv", "XDG_DATA_HOME": ".local/share/tact",
+		"XDG_CONFIG_HOME": ".config/tact", "XDG_STATE_HOME": ".local/state/tact"}
+	for variable, dir := range dirs {
+		for _, tc := range []struct{ value, home, want string }{
+			{"/k", "/h", "/k/tact"},
+			{"", "/h", "/h/" + defaults[variable]},
+			{"rel/dir", "/h", "/h/" + defaults[variable]},
+			{"./x", "/h", "/h/" + defaults[variable]},
+		} {
+			t.Setenv(variable, tc.value)
+			t.Setenv("HOME", tc.home)
+			want := tc.want
+			if variable == "XDG_CACHE_HOME" && tc.value == "/k" {
+				want = "/k/tact/kv"
+			}
+			if got := dir(); got != want {
+				t.Errorf("%s=%q HOME=%q: %s, want %s", variable, tc.value, tc.home, got, want)
+			}
+		}
+		t.Setenv(variable, "")
+		t.Setenv("HOME", "")
+		if got := dir(); !filepath.IsAbs(got) {
+			t.Errorf("%s and HOME unset: %q is relative", variable, got)
+		}
 	}
 }
 

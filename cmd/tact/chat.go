@@ -438,10 +438,7 @@ func chatTerminal(ctx context.Context, o *chatOptions, stdin *os.File) error {
 		return err
 	}
 	c := newChatSession(o, rt, rend.Println)
-	hist := &chatHistory{}
-	if path, err := historyPath(); err == nil {
-		hist = loadHistory(path)
-	}
+	hist := loadHistory(historyPath())
 	ed := newLineEditor(ctx, in, int(stdin.Fd()), os.Stderr, hist)
 
 	// Ctrl-C during a turn ends the turn, not tact; the turn's cancel is

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tactcli/tact/config"
 	"golang.org/x/term"
 )
 
@@ -221,17 +222,7 @@ type chatHistory struct {
 const historyLimit = 1000
 
 // historyPath is $XDG_STATE_HOME/tact/history (default ~/.local/state).
-func historyPath() (string, error) {
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" || !filepath.IsAbs(dir) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(dir, "tact", "history"), nil
-}
+func historyPath() string { return filepath.Join(config.StateDir(), "history") }
 
 // loadHistory reads the history file; a missing one is empty.
 func loadHistory(path string) *chatHistory {

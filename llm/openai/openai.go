@@ -140,8 +140,7 @@ func New(o Options) (*Backend, error) {
 		t.MaxIdleConnsPerHost = 64
 		b.client = &http.Client{Transport: t}
 	}
-	host := strings.ToLower(u.Hostname())
-	b.extras = !strings.HasSuffix(host, "openai.com") && !strings.HasSuffix(host, "openai.azure.com")
+	b.extras = !isOpenAIHost(u.Hostname())
 	opts := []option.RequestOption{
 		option.WithBaseURL(o.BaseURL),
 		option.WithHTTPClient(b.client),
@@ -527,3 +526,15 @@ func (b *Backend) ModelInfo() llm.ModelInfo {
 // Concurrency: every call is its own HTTP request; the server decides how
 // many it serves at once and queues the rest.
 func (b *Backend) Concurrency() int { return llm.Unbounded }
+
+// isOpenAIHost reports whether host is OpenAI's (or Azure OpenAI's), whose
+// API refuses fields it does not know, such as top_k and min_p.
+func isOpenAIHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, domain := range []string{"openai.com", "openai.azure.com"} {
+		if host == domain || strings.HasSuffix(host, "."+domain) {
+			return true
+		}
+	}
+	return false
+}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,6 +256,51 @@ func TestSamplingAndKey(t *testing.T) {
 		t.Errorf("Authorization = %q, want the key", h)
 	}
 }
+
+// top_k and min_p are not sent to OpenAI's own hosts, which refuse unknown
+// fields; every other server gets them (a look-alike name included).
+func TestExtrasByHost(t *testing.T) {
+	srv := newServer(t, okReply)
+	target, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every request goes to the test server, whatever host the URL names.
+	redirect := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.URL.Scheme, r.URL.Host = target.Scheme, target.Host
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	for i, tc := range []struct {
+		base   string
+		extras bool
+	}{
+		{"https://api.openai.com/v1", false},
+		{"https://API.OpenAI.com./v1", false},
+		{"https://my-resource.openai.azure.com/v1", false},
+		{"http://127.0.0.1:8080/v1", true},
+		{"https://notopenai.com/v1", true},
+		{"https://openai.com.example.net/v1", true},
+	} {
+		b, _ := newBackend(t, srv.URL, func(o *Options) { o.BaseURL, o.HTTPClient = tc.base, redirect })
+		if _, err := b.Complete(t.Context(), testRequest()); err != nil {
+			t.Fatalf("%s: %v", tc.base, err)
+		}
+		body := srv.body(i)
+		_, topK := body["top_k"]
+		_, minP := body["min_p"]
+		if topK != tc.extras || minP != tc.extras {
+			t.Errorf("%s: top_k sent %v, min_p sent %v; want %v", tc.base, topK, minP, tc.extras)
+		}
+		if body["top_p"] == nil {
+			t.Errorf("%s: top_p not sent", tc.base)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestStreamedReply(t *testing.T) {
 	srv := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {

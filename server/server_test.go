@@ -519,6 +519,49 @@ func TestQueue(t *testing.T) {
 	}
 }
 
+// Queued requests get a sequence in the order they arrived.
+func TestQueueOrder(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	fk := &fake{delay: 100 * time.Millisecond, started: make(chan struct{}, 8)}
+	fk.reply = func(_ int, req llm.Request) string {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, q := range []string{"first", "second", "third", "fourth", "fifth"} {
+			for _, m := range req.Messages {
+				if m.Role == llm.RoleUser && strings.Contains(m.Content, "query "+q) {
+					order = append(order, q)
+				}
+			}
+		}
+		return `{"thought":"t","tool":"final_answer","args":{"answer":"done"}}`
+	}
+	e := newEnv(t, Config{Parallel: 1, Queue: 8}, fk, "", nil)
+	var wg sync.WaitGroup
+	for i, q := range []string{"first", "second", "third", "fourth", "fifth"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := e.post("/api/agent/react_step", `{"user_query": "query `+q+`"}`); r.code != 200 {
+				t.Errorf("%s: %d %s", q, r.code, r.body)
+			}
+		}()
+		if i == 0 {
+			<-fk.started
+			continue
+		}
+		for deadline := time.Now().Add(5 * time.Second); e.srv.adm.queued() != i; time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never queued", q)
+			}
+		}
+	}
+	wg.Wait()
+	if got := strings.Join(order, ","); got != "first,second,third,fourth,fifth" {
+		t.Fatalf("served in the order %s", got)
+	}
+}
+
 // Past --request-timeout: 504, whether waiting in the queue or in the
 // model call; a client that goes away cancels its model call.
 func TestTimeoutsAndCancel(t *testing.T) {

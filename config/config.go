@@ -553,14 +553,14 @@ func xdgDir(variable string, defaultUnderHome ...string) string {
 	if d := os.Getenv(variable); filepath.IsAbs(d) {
 		return filepath.Join(d, "tact")
 	}
-	parts := append([]string{HomeDir()}, defaultUnderHome...)
+	parts := append([]string{homeDir()}, defaultUnderHome...)
 	return filepath.Join(append(parts, "tact")...)
 }
 
-// HomeDir is $HOME, else the user database's home (a service or a cron
+// homeDir is $HOME, else the user database's home (a service or a cron
 // job started without HOME), else the temporary directory: never a
 // relative path.
-func HomeDir() string {
+func homeDir() string {
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
 		return h
 	}

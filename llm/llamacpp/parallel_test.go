@@ -287,7 +287,7 @@ func TestParallelMoreCallersThanSlots(t *testing.T) {
 		// No decode until both calls are in (running or waiting): the first
 		// could otherwise end before the second arrives, and the sequences
 		// would never both be busy.
-		for {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 			s.mu.Lock()
 			n := len(s.inbox) + len(s.queue) + len(s.active)
 			s.mu.Unlock()
@@ -305,7 +305,11 @@ func TestParallelMoreCallersThanSlots(t *testing.T) {
 	for i := range slots {
 		wg.Go(func() { b.Complete(context.Background(), llm.Request{Messages: conversation(i), MaxTokens: 8}) })
 	}
-	<-busy
+	select {
+	case <-busy:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sequences never became busy")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -369,7 +373,7 @@ func TestParallelClose(t *testing.T) {
 	stepHook = func(s *sched) {
 		// No decode until all four calls are in (running or waiting), so
 		// none can end on its own first.
-		for {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 			s.mu.Lock()
 			n := len(s.inbox) + len(s.queue) + len(s.active)
 			s.mu.Unlock()
@@ -389,7 +393,11 @@ func TestParallelClose(t *testing.T) {
 			errs <- err
 		}()
 	}
-	<-busy
+	select {
+	case <-busy:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sequences never became busy")
+	}
 	close(closing)
 	b.Close()
 	for range 4 {

@@ -287,15 +287,7 @@ func TestParallelMoreCallersThanSlots(t *testing.T) {
 		// No decode until both calls are in (running or waiting): the first
 		// could otherwise end before the second arrives, and the sequences
 		// would never both be busy.
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-			s.mu.Lock()
-			n := len(s.inbox) + len(s.queue) + len(s.active)
-			s.mu.Unlock()
-			if n >= slots {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitForCalls(s, slots)
 		if len(s.active) == slots {
 			once.Do(func() { close(busy) })
 			<-release
@@ -373,15 +365,7 @@ func TestParallelClose(t *testing.T) {
 	stepHook = func(s *sched) {
 		// No decode until all four calls are in (running or waiting), so
 		// none can end on its own first.
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-			s.mu.Lock()
-			n := len(s.inbox) + len(s.queue) + len(s.active)
-			s.mu.Unlock()
-			if n == 4 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitForCalls(s, 4)
 		once.Do(func() { close(busy) })
 		<-closing
 	}
@@ -445,5 +429,19 @@ func TestParallelOneIsSerial(t *testing.T) {
 func TestUnifiedKVLayout(t *testing.T) {
 	if !kvLayoutOK {
 		t.Fatal("llama_context_params layout differs from kvparams.go's copy: update it for the binding's llama.h")
+	}
+}
+
+// waitForCalls, in a step hook, holds the scheduler until n calls are in
+// (running or waiting), or 30 s have passed: the hook's caller then fails
+// by name instead of hanging.
+func waitForCalls(s *sched, n int) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		in := len(s.inbox) + len(s.queue) + len(s.active)
+		s.mu.Unlock()
+		if in >= n {
+			return
+		}
 	}
 }

@@ -1,5 +1,8 @@
 // Package filekind names file types for messages, so every refusal of a
-// non-regular file (file tools, model files) says the same thing.
+// non-regular file (file tools, model files) says the same thing, and opens
+// the files tact reads and writes by name (config, plans, scripts, traces,
+// prompt cache entries) by one rule: never blocking, only the kinds
+// allowed, within a size cap (open.go).
 package filekind
 
 import "io/fs"

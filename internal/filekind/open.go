@@ -57,15 +57,25 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	switch e.Err {
-	case ErrNotRegular:
-		return fmt.Sprintf("%s %s: is %s, not a regular file", e.What, e.Path, Name(e.Mode))
-	case ErrTooLarge:
-		return fmt.Sprintf("%s %s: larger than the %s cap", e.What, e.Path, Size(e.Max))
-	case ErrNoReader:
-		return fmt.Sprintf("%s %s: is %s", e.What, e.Path, ErrNoReader)
+	if why := e.Why(); why != "" {
+		return e.What + " " + e.Path + ": " + why
 	}
 	return e.What + ": " + e.Err.Error()
+}
+
+// Why is what is wrong with the file when tact refused it ("is a named
+// pipe (FIFO), not a regular file"), "" when the system refused the open
+// or read.
+func (e *Error) Why() string {
+	switch e.Err {
+	case ErrNotRegular:
+		return "is " + Name(e.Mode) + ", not a regular file"
+	case ErrTooLarge:
+		return "larger than the " + Size(e.Max) + " cap"
+	case ErrNoReader:
+		return "is " + ErrNoReader.Error()
+	}
+	return ""
 }
 
 func (e *Error) Unwrap() error { return e.Err }

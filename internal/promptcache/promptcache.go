@@ -5,10 +5,14 @@
 // is a Key, a token sequence and an opaque payload.
 //
 // Safety:
-//   - The directory is made 0700 and must belong to the user; files are
-//     0600, written to a unique temporary file and renamed into place, so
+//   - The directory is made 0700 and must belong to the user; one that is
+//     a symbolic link, another user's or writable by others is neither
+//     read nor written (CheckDir; Load refuses it too). Files are 0600, written to a unique temporary file and renamed into place, so
 //     a reader sees a whole entry or none, and two processes writing the
 //     same entry never mix their bytes (the last rename wins).
+//   - An entry is opened without blocking and only if it is a regular file
+//     of this user's within the cap (a FIFO or device is a bad entry, never
+//     waited on), not through a symbolic link.
 //   - An entry is trusted only whole: its header must name exactly the
 //     expected key and tokens, its size must add up, and a SHA-256 over
 //     the tokens and payload must match. Anything else is a *BadEntryError
@@ -33,6 +37,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tactcli/tact/internal/filekind"
 )
 
 // magic opens every entry; its last byte is the format's version.
@@ -103,6 +109,52 @@ type BadEntryError struct {
 
 func (e *BadEntryError) Error() string { return "prompt cache entry " + e.Path + ": " + e.Why }
 
+// DirError is a prompt cache directory that cannot be trusted: nothing is
+// read from it.
+type DirError struct {
+	Dir, Why string
+}
+
+func (e *DirError) Error() string { return "prompt cache directory " + e.Dir + ": " + e.Why }
+
+// CheckDir says whether dir may be read from: nil when it is missing (a
+// save makes it, safe) or a directory of this user's that no other user
+// may write; else a *DirError. Anyone who can write there could plant or
+// swap entries, and a symbolic link may lead anywhere.
+func CheckDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &DirError{dir, err.Error()}
+	}
+	switch m := st.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		return &DirError{dir, "is a symbolic link"}
+	case !m.IsDir():
+		return &DirError{dir, "is " + filekind.Name(m) + ", not a directory"}
+	case m.Perm()&0o022 != 0:
+		return &DirError{dir, fmt.Sprintf("is writable by other users (mode %04o)", m.Perm())}
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return &DirError{dir, fmt.Sprintf("belongs to another user (uid %d)", sys.Uid)}
+	}
+	return nil
+}
+
+// openEntry opens an entry file for reading: never blocking, a regular
+// file (not a symbolic link) within the store's cap, or a *BadEntryError;
+// a missing one is an error wrapping fs.ErrNotExist.
+func (s *Store) openEntry(path string) (*os.File, error) {
+	f, err := filekind.Open(filekind.Spec{What: "prompt cache entry", Max: max(s.Max, 0), NoFollow: true}, path)
+	var fe *filekind.Error
+	if errors.As(err, &fe) && fe.Why() != "" {
+		return nil, &BadEntryError{path, fe.Why()}
+	}
+	return f, err
+}
+
 // Store is a prompt cache directory with a size cap.
 type Store struct {
 	Dir string
@@ -121,23 +173,21 @@ type Frame struct{ Before, After int }
 
 // Load reads the entry for key and tokens into a buffer framed by f and
 // marks it used. A missing entry is an error wrapping fs.ErrNotExist; one
-// that cannot be trusted a *BadEntryError.
+// that cannot be trusted a *BadEntryError; a directory that cannot be
+// (CheckDir) a *DirError.
 func (s *Store) Load(key Key, tokens []int, f Frame) ([]byte, error) {
+	if err := CheckDir(s.Dir); err != nil {
+		return nil, err
+	}
 	path := s.Path(key, tokens)
-	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	file, err := s.openEntry(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, &BadEntryError{path, "a symbolic link"}
-		}
 		return nil, err
 	}
 	defer file.Close()
 	st, err := file.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &BadEntryError{path, "not a regular file"}
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
 		return nil, &BadEntryError{path, "belongs to another user"}
@@ -377,7 +427,7 @@ func List(dir string) ([]Entry, error) {
 }
 
 func readHeaderFile(path string) (header, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := (&Store{}).openEntry(path)
 	if err != nil {
 		return header{}, err
 	}
@@ -389,7 +439,7 @@ func readHeaderFile(path string) (header, error) {
 // Tokens reads the token list an entry file holds (tests check what was
 // persisted).
 func Tokens(path string) ([]int, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := (&Store{}).openEntry(path)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -357,4 +358,143 @@ func FuzzLoad(f *testing.F) {
 			t.Fatal(fmt.Errorf("List: %w", err))
 		}
 	})
+}
+
+// Regression (issue 23, item 8): an entry that is a FIFO blocked the load
+// in open(2) for ever. Every kind but a regular file is a bad entry at
+// once, and the entry is saved again over it where a rename can replace it.
+func TestEntryKinds(t *testing.T) {
+	tokens := []int{7, 8, 9}
+	p := payloadOf(3000, 5)
+	for _, c := range []struct {
+		name  string
+		make  func(t *testing.T, path string)
+		resav bool // a save replaces it
+	}{
+		{"fifo", func(t *testing.T, path string) { mustDo(t, syscall.Mkfifo(path, 0o600)) }, true},
+		{"fifo with a writer", func(t *testing.T, path string) {
+			mustDo(t, syscall.Mkfifo(path, 0o600))
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			mustDo(t, err)
+			t.Cleanup(func() { f.Close() })
+			f.Write(bytes.Repeat([]byte("x"), 100))
+		}, true},
+		{"symlink to a fifo", func(t *testing.T, path string) {
+			fifo := filepath.Join(t.TempDir(), "fifo")
+			mustDo(t, syscall.Mkfifo(fifo, 0o600))
+			mustDo(t, os.Symlink(fifo, path))
+		}, true},
+		{"symlink to /dev/zero", func(t *testing.T, path string) { mustDo(t, os.Symlink("/dev/zero", path)) }, true},
+		{"directory", func(t *testing.T, path string) { mustDo(t, os.Mkdir(path, 0o700)) }, false},
+		{"larger than the cap", func(t *testing.T, path string) {
+			mustDo(t, os.WriteFile(path, bytes.Repeat([]byte("x"), 2<<20), 0o600))
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStore(t, 1<<20)
+			mustDo(t, os.MkdirAll(s.Dir, 0o700))
+			path := s.Path(testKey, tokens)
+			c.make(t, path)
+			err := boundedCall(t, c.name, func() error { _, err := s.Load(testKey, tokens, Frame{}); return err })
+			var bad *BadEntryError
+			if !errors.As(err, &bad) {
+				t.Fatalf("Load: %v, want a *BadEntryError", err)
+			}
+			if err := boundedCall(t, c.name, func() error { _, err := Tokens(path); return err }); err == nil {
+				t.Fatal("Tokens read it")
+			}
+			if es, err := List(s.Dir); err != nil || len(es) > 1 || (len(es) == 1 && es[0].Error == "") {
+				t.Fatalf("List: %+v %v", es, err)
+			}
+			if !c.resav {
+				return
+			}
+			mustDo(t, s.Save(testKey, tokens, p))
+			if buf, err := s.Load(testKey, tokens, Frame{}); err != nil || !bytes.Equal(buf, p) {
+				t.Fatalf("after saving again: %v", err)
+			}
+		})
+	}
+}
+
+// Regression (issue 23, item 15): a directory others could write to was
+// still read from; only saving refused it. Load refuses it, and CheckDir
+// (which the backend asks once, to warn and go on without the cache) says
+// why.
+func TestLoadRefusesUnsafeDirectory(t *testing.T) {
+	tokens := []int{1, 2, 3}
+	p := payloadOf(500, 2)
+	for _, c := range []struct {
+		name  string
+		spoil func(t *testing.T, s *Store) string // the directory Load is given
+		why   string
+	}{
+		{"world-writable", func(t *testing.T, s *Store) string { mustDo(t, os.Chmod(s.Dir, 0o777)); return s.Dir },
+			"is writable by other users (mode 0777)"},
+		{"group-writable", func(t *testing.T, s *Store) string { mustDo(t, os.Chmod(s.Dir, 0o770)); return s.Dir },
+			"is writable by other users (mode 0770)"},
+		{"sticky world-writable", func(t *testing.T, s *Store) string {
+			mustDo(t, os.Chmod(s.Dir, 0o777|fs.ModeSticky))
+			return s.Dir
+		}, "is writable by other users (mode 0777)"},
+		{"symbolic link", func(t *testing.T, s *Store) string {
+			link := filepath.Join(t.TempDir(), "link")
+			mustDo(t, os.Symlink(s.Dir, link))
+			return link
+		}, "is a symbolic link"},
+		{"another user's", func(t *testing.T, s *Store) string {
+			if os.Getuid() != 0 {
+				t.Skip("needs root to give the directory away")
+			}
+			mustDo(t, os.Chown(s.Dir, 65534, 65534))
+			return s.Dir
+		}, "belongs to another user (uid 65534)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStore(t, 1<<20)
+			mustDo(t, s.Save(testKey, tokens, p))
+			dir := c.spoil(t, s)
+			want := "prompt cache directory " + dir + ": " + c.why
+			if err := CheckDir(dir); err == nil || err.Error() != want {
+				t.Fatalf("CheckDir: %v, want %q", err, want)
+			}
+			_, err := (&Store{Dir: dir, Max: s.Max}).Load(testKey, tokens, Frame{})
+			var de *DirError
+			if !errors.As(err, &de) || err.Error() != want {
+				t.Fatalf("Load: %v, want %q", err, want)
+			}
+		})
+	}
+	// Missing is fine (a save makes it 0700), and so is a 0755 directory
+	// of this user's: others may read it, not write it.
+	if err := CheckDir(filepath.Join(t.TempDir(), "none")); err != nil {
+		t.Fatalf("missing: %v", err)
+	}
+	s := newStore(t, 1<<20)
+	mustDo(t, s.Save(testKey, tokens, p))
+	mustDo(t, os.Chmod(s.Dir, 0o755))
+	if _, err := s.Load(testKey, tokens, Frame{}); err != nil {
+		t.Fatalf("0755: %v", err)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boundedCall fails the test by name when f is still blocked after 5 s.
+func boundedCall(t *testing.T, name string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: still blocked after 5s", name)
+		return nil
+	}
 }

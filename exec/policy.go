@@ -20,6 +20,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 	"github.com/kballard/go-shellquote"
+	"github.com/tactcli/tact/internal/filekind"
 )
 
 // Rule matches calls by tool, command prefix and path glob; every field that
@@ -781,14 +782,19 @@ func lineCol(data []byte, off int64) (line, col int) {
 	return line, col
 }
 
+// policyInput is how the policy file is opened: a regular file (a FIFO or a
+// device is refused, never waited on or read for ever) of at most 1 MiB
+// (real ones are a few KiB).
+var policyInput = filekind.Spec{What: "policy", Max: 1 << 20}
+
 // LoadPolicy reads a policy file; a missing file is an empty policy.
 func LoadPolicy(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+	data, err := filekind.ReadFile(policyInput, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Policy{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, err
 	}
 	return ParsePolicy(data, path)
 }
@@ -844,12 +850,12 @@ func AppendRule(path string, r Rule) error {
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
 
 	mode := fs.FileMode(0o600)
-	data, err := os.ReadFile(path)
+	data, err := filekind.ReadFile(policyInput, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		data = nil
 	case err != nil:
-		return fmt.Errorf("policy %s: %w", path, err)
+		return err
 	default:
 		if st, err := os.Stat(path); err == nil {
 			mode = st.Mode().Perm()

@@ -2,14 +2,16 @@ package llm
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tactcli/tact/internal/filekind"
 )
 
 // ScriptEntry is one canned reply of a script file.
@@ -41,14 +43,17 @@ type Script struct {
 	last    []Message // the previous call's prompt
 }
 
+// scriptFile is how a script is opened: a regular file (a FIFO or device
+// is refused, never waited on) of at most 64 MiB, read whole.
+var scriptFile = filekind.Spec{What: "script backend", Max: 64 << 20}
+
 // LoadScript reads a script file ("-" is not accepted: stdin carries queries and plans).
 func LoadScript(path string) (*Script, error) {
-	f, err := os.Open(path)
+	data, err := filekind.ReadFile(scriptFile, path)
 	if err != nil {
-		return nil, fmt.Errorf("script backend: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	return ParseScript(f, path)
+	return ParseScript(bytes.NewReader(data), path)
 }
 
 // ParseScript parses script JSONL; errors name name:line.

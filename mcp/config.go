@@ -13,13 +13,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/filekind"
 )
 
 const (
@@ -148,20 +148,13 @@ type serverJSON struct {
 // Load reads the MCP servers file at path. A missing file is no servers
 // unless explicit (the user named it with --mcp-config or TACT_MCP_CONFIG).
 func Load(path string, explicit bool, lookup func(string) (string, bool)) (*Config, error) {
-	f, err := os.Open(path)
+	// A regular file only: a FIFO or device is refused, never waited on.
+	data, err := filekind.ReadFile(filekind.Spec{What: "MCP servers file", Max: maxConfigSize}, path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
 		return &Config{Path: path}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("MCP servers file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("MCP servers file %s: %w", path, err)
-	}
-	if len(data) > maxConfigSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigSize)
+		return nil, err
 	}
 	return Parse(data, path, lookup)
 }

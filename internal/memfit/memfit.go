@@ -13,6 +13,7 @@ import (
 	"github.com/ollama/ollama/fs/ggml"
 	"github.com/tactcli/tact/models"
 
+	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/text"
 )
 
@@ -43,8 +44,9 @@ func ReadShape(path string) (Shape, *models.Info, error) {
 	if err != nil {
 		return Shape{}, nil, err
 	}
-	// Inspect refused anything but a regular file, so this open cannot block.
-	f, err := os.Open(path)
+	// Inspect refused anything but a regular file; a FIFO swapped in since
+	// is refused too, never waited on.
+	f, err := filekind.Open(filekind.Spec{What: "model"}, path)
 	if err != nil {
 		return Shape{}, nil, err
 	}

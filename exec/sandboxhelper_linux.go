@@ -14,6 +14,8 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/tactcli/tact/internal/procsafe"
 )
 
 // ServeSandboxHelper must run first in main (and in TestMain of tests that
@@ -105,12 +107,13 @@ func startHelper(spec helperSpec, files [3]*os.File) (*os.Process, <-chan helper
 
 // helperEnv is the environment of the helper and the command's first stage:
 // nothing of tact's, since /proc/PID/environ of both is readable by the
-// command (its own environment travels in the spec).
+// command (its own environment travels in the spec). Never nil: a nil
+// os.ProcAttr.Env means "tact's whole environment".
 func helperEnv() []string {
 	if d, ok := os.LookupEnv("GOCOVERDIR"); ok {
 		return []string{"GOCOVERDIR=" + d} // coverage builds print a warning without it
 	}
-	return nil
+	return []string{}
 }
 
 // helperMain is the helper process: read the spec, become a subreaper, start
@@ -272,12 +275,50 @@ func stage2Main() int {
 	if err := json.NewDecoder(io.LimitReader(os.NewFile(3, "spec"), maxHelperSpec)).Decode(&spec); err != nil {
 		return fail(stage2Failure{Error: "sandbox: reading the command: " + err.Error()})
 	}
+	// init sealed this process's descriptors; again here, the last point
+	// before the command, in case anything since left one open.
+	if err := procsafe.Seal(); err != nil {
+		return fail(stage2Failure{Error: "sandbox: " + err.Error()})
+	}
 	runtime.LockOSThread() // the exec must come from the confined thread
 	if err := commandRuleset(spec).restrictThisThread(); err != nil {
 		return fail(stage2Failure{Error: "sandbox: " + err.Error()})
 	}
+	if err := dropPtraceCapability(); err != nil {
+		return fail(stage2Failure{Error: "sandbox: " + err.Error()})
+	}
 	err := syscall.Exec(spec.Prog, spec.Argv, spec.Env)
 	return fail(stage2Failure{Error: fmt.Sprintf("start %s: %v", spec.Argv[0], err), NotFound: errors.Is(err, syscall.ENOENT)})
+}
+
+// dropPtraceCapability takes CAP_SYS_PTRACE from the calling thread and
+// from whatever it execs (bounding and inheritable sets; no_new_privs is
+// set, so no file capability gives it back). tact and its helper are not
+// dumpable, so without it even a root command cannot read their memory or
+// /proc/PID/environ (API keys, the serve token): Landlock's ptrace rule does
+// not stop those reads on this kernel. Ptracing its own children needs no
+// capability, so strace and gdb on what the command starts still work.
+// Without CAP_SETPCAP (not root) there is nothing to drop.
+func dropPtraceCapability() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	const bit = uint32(1) << unix.CAP_SYS_PTRACE // in the first word
+	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_PTRACE, 0, 0, 0); err != nil && !errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("dropping CAP_SYS_PTRACE: %w", err)
+	}
+	if (data[0].Effective|data[0].Permitted|data[0].Inheritable)&bit == 0 {
+		return nil
+	}
+	data[0].Effective &^= bit
+	data[0].Permitted &^= bit
+	data[0].Inheritable &^= bit
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("dropping CAP_SYS_PTRACE: %w", err)
+	}
+	return nil
 }
 
 // reapAll waits for every child: the command (its status goes to cmdDone)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/kballard/go-shellquote"
+
+	"github.com/tactcli/tact/internal/procsafe"
 )
 
 // allowedEnv names the variables run_command passes on from tact's own
@@ -180,6 +182,11 @@ func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, chil
 		proc   *os.Process
 		report <-chan helperReport
 	)
+	// Only the three files above may reach the command: nothing tact
+	// inherited, nothing llama.cpp opened without O_CLOEXEC.
+	if err := procsafe.Seal(); err != nil {
+		return toolFail(fmt.Errorf("run_command: %w", err))
+	}
 	if plan.helper {
 		// The helper's parent-death signal is tied to this OS thread.
 		runtime.LockOSThread()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/procsafe"
 )
 
 // inheritedEnv are the variables a stdio server gets from tact's
@@ -65,6 +66,11 @@ func startProcess(cfg *ServerConfig, log *slog.Logger) (*process, error) {
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	// The server gets these three pipes and nothing else tact holds.
+	if err := procsafe.Seal(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("starting %s: %w", cfg.Command, unwrapExec(err))
@@ -169,7 +175,7 @@ func waitClosed(ch chan struct{}, d time.Duration) bool {
 }
 
 func childEnv(extra []string) []string {
-	var env []string
+	env := []string{} // never nil: os/exec gives a nil Env all of tact's
 	for _, k := range inheritedEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)

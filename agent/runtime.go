@@ -239,7 +239,7 @@ func validate(s *config.Settings) error {
 		return fmt.Errorf("--sandbox: %v", err)
 	}
 	if s.StopWhen != "" {
-		if _, err := react.CompileJQ(s.StopWhen); err != nil {
+		if err := react.CompileJQ(s.StopWhen); err != nil {
 			return fmt.Errorf("--stop-when: %v", err)
 		}
 	}

@@ -41,10 +41,11 @@ func (t Jq) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 	if hasInput == hasPath {
 		return toolFail(errors.New("jq: give exactly one of input and path"))
 	}
-	// No environment loader: $ENV and env stay empty, so a filter cannot
-	// read tact's environment; no module loader, so no file access.
-	if _, err := jqx.Compile(filter); err != nil {
-		return toolFail(fmt.Errorf("jq: bad filter %q: %v", filter, err))
+	// Checked before the input is read, within bounds (jqx.MaxFilterBytes;
+	// long filters compile in a child process). jqx gives filters no
+	// environment ($ENV is empty) and no module loader (no file access).
+	if err := jqx.Check(filter); err != nil {
+		return toolFail(fmt.Errorf("jq: bad filter %s: %v", jqx.Excerpt(filter), err))
 	}
 
 	var data []byte
@@ -96,9 +97,12 @@ func (t Jq) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 	}
 	var limitErr *jqx.LimitError
 	var filterErr *jqx.FilterError
+	var compileErr *jqx.CompileError
 	switch {
 	case err == nil:
 		return Result{Output: out.String()}
+	case errors.As(err, &compileErr):
+		return Result{Output: out.String(), Err: fmt.Errorf("jq: bad filter %s: %v", jqx.Excerpt(filter), err)}
 	case errors.As(err, &limitErr):
 		return Result{Output: out.String(), Err: err}
 	case errors.As(err, &filterErr):

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/itchyny/gojq"
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/jqx"
 	"github.com/tactcli/tact/schema"
 )
 
@@ -274,11 +274,10 @@ func CheckStep(s *Step, reg *exec.Registry) error {
 		kind, expr := ClassifyArg(v)
 		switch kind {
 		case ArgJQ:
-			q, err := gojq.Parse(expr)
-			if err != nil {
-				return fmt.Errorf("argument %q: invalid $jq expression: %v", k, err)
-			}
-			if _, err := gojq.Compile(q, gojq.WithVariables([]string{"$state"})); err != nil {
+			// Bounded (jqx.MaxFilterBytes, long filters compiled in a
+			// child process): plans come from files, models and
+			// `tact serve` clients.
+			if err := jqx.Check(expr, "$state"); err != nil {
 				return fmt.Errorf("argument %q: invalid $jq expression: %v", k, err)
 			}
 		case ArgLiteral:

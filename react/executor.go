@@ -12,7 +12,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/itchyny/gojq"
 	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/jqx"
 	"github.com/tactcli/tact/llm"
@@ -130,7 +129,7 @@ type run struct {
 	records          []stepRecord
 	convFold         *conversationFold // the earlier turns folded when the run started
 	transcript       []planner.TranscriptEntry
-	stopQuery        *gojq.Code
+	stopQuery        bool   // --stop-when is set and compiled
 	forceModel       bool   // the plan cannot decide the next action
 	askReason        string // told to the model with the next request
 	replanDue        bool
@@ -277,12 +276,11 @@ func (r *run) progress(format string, a ...any) {
 func (r *run) main() {
 	e := r.e
 	if e.StopWhen != "" {
-		code, err := CompileJQ(e.StopWhen)
-		if err != nil {
+		if err := CompileJQ(e.StopWhen); err != nil {
 			r.end(ReasonError, "", fmt.Sprintf("--stop-when: %v", err))
 			return
 		}
-		r.stopQuery = code
+		r.stopQuery = true
 	}
 	r.emit(EventExecuteStart, map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun, "context": r.contextInfo()})
 	if f := r.convFold; f != nil {
@@ -1004,7 +1002,7 @@ func (r *run) checkPhrasesAndStop(rec stepRecord, obs string) bool {
 			return true
 		}
 	}
-	if r.stopQuery != nil {
+	if r.stopQuery {
 		if match, err := r.stopWhen(rec); err != nil {
 			r.e.Log.Warn("--stop-when failed", "err", err)
 		} else if match {
@@ -1210,10 +1208,10 @@ func (r *run) evalJQ(expr string) (json.RawMessage, error) {
 	out, err := jqx.Eval(r.ctx, jqx.Request{Expr: expr, Vars: []string{"$state"},
 		VarValues: []json.RawMessage{state}, Input: state, MaxResults: 1})
 	if err != nil {
-		return nil, fmt.Errorf("$jq %q: %v", expr, err)
+		return nil, fmt.Errorf("$jq %s: %v", jqx.Excerpt(expr), err)
 	}
 	if len(out.Results) == 0 {
-		return nil, fmt.Errorf("$jq %q produced no value", expr)
+		return nil, fmt.Errorf("$jq %s produced no value", jqx.Excerpt(expr))
 	}
 	return out.Results[0], nil
 }
@@ -1239,9 +1237,10 @@ func (r *run) stopWhen(rec any) (bool, error) {
 	return v != "null" && v != "false", nil
 }
 
-// CompileJQ compiles an expression over the run state ($state is bound too).
-func CompileJQ(expr string) (*gojq.Code, error) {
-	return jqx.Compile(expr, "$state")
+// CompileJQ checks that an expression over the run state ($state is bound
+// too) compiles, within jqx's bounds.
+func CompileJQ(expr string) error {
+	return jqx.Check(expr, "$state")
 }
 
 // argsJSON encodes an arguments object with sorted keys and without HTML

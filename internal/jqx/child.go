@@ -61,15 +61,31 @@ func serveChild(in io.Reader, stdout io.Writer) int {
 		send(reply{Done: true})
 		return 0
 	}
+	failCompile := func(msg string) int {
+		send(reply{CompileError: &msg})
+		send(reply{Done: true})
+		return 0
+	}
 
 	var req request
 	if err := json.NewDecoder(in).Decode(&req); err != nil {
 		fmt.Fprintln(os.Stderr, "jq evaluator: bad request:", err)
 		return 2
 	}
-	code, err := Compile(req.Expr, req.Vars...)
+	// Compiled here under the bounds: the parent compiles only short
+	// filters itself.
+	if err := checkSize(req.Expr); err != nil {
+		return failCompile(err.Error())
+	}
+	code, err := compile(req.Expr, req.Vars)
 	if err != nil {
-		return fail(err.Error())
+		return failCompile(err.Error())
+	}
+	send(reply{Compiled: true})
+	w.Flush() // now: a bound hit later is the evaluation's
+	if req.CheckOnly {
+		send(reply{Done: true})
+		return 0
 	}
 	vars := make([]any, len(req.VarValues))
 	for i, raw := range req.VarValues {

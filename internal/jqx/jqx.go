@@ -13,6 +13,15 @@
 // reports "jq: evaluation exceeded 256 MiB"; one that runs too long is
 // killed and Eval reports "jq: evaluation exceeded 2s".
 //
+// Parsing and compiling are bounded too: gojq recurses once per level of
+// the filter's syntax tree, and the tree gets deep from nesting ("[[[",
+// "(((", string interpolation, if/try/reduce/def) and from plain chains
+// (".a|.a|...", "1+1+...", ".a???"), so a filter's depth is bounded only by
+// its length. A filter longer than MaxFilterBytes is refused before gojq
+// sees it; one up to inProcessBytes compiles in tact (at most about 12 MiB
+// of stack and 4 MiB of heap, measured for every shape in the tests); a
+// longer one compiles in the child, under the same bounds as evaluation.
+//
 // The child is served from this package's init, so every binary that links
 // jqx (tact, and the test binaries of the packages using it) can serve as
 // its own jq child without further wiring.
@@ -34,6 +43,7 @@ import (
 
 	"github.com/itchyny/gojq"
 
+	"github.com/tactcli/tact/internal/procsafe"
 	"github.com/tactcli/tact/internal/text"
 )
 
@@ -42,6 +52,19 @@ const (
 	DefaultTimeout = 2 * time.Second
 	DefaultMemory  = 256 << 20
 )
+
+// MaxFilterBytes is the longest filter tact accepts. Every filter up to it
+// compiles within the child's default bounds (the worst shapes measured
+// take about 120 MiB or 0.5 s); longer ones are
+// refused before parsing: "filter is N bytes, over the 32768-byte limit".
+const MaxFilterBytes = 32 << 10
+
+// inProcessBytes is the longest filter compiled in tact itself. gojq's
+// cost grows with the syntax tree's depth, which is at most the filter's
+// length: up to this size the worst shape measured needs 12 MiB of stack,
+// 4 MiB of heap and 30 ms, so validating a plan's filters spawns no
+// process for the usual short ones.
+const inProcessBytes = 4 << 10
 
 // ChildArg is argv[1] of a process started to evaluate one filter. It is not
 // a command users type.
@@ -92,14 +115,75 @@ type FilterError struct{ Msg string }
 
 func (e *FilterError) Error() string { return e.Msg }
 
-// Compile checks that expr parses and compiles with the given variables,
-// without running it (compiling is linear in the filter's size).
-func Compile(expr string, vars ...string) (*gojq.Code, error) {
+// CompileError is a filter that does not compile: a syntax or compile
+// error (gojq's message), a filter longer than MaxFilterBytes, or one whose
+// compilation exceeded the bounds. Its message is one line.
+type CompileError struct{ Msg string }
+
+func (e *CompileError) Error() string { return e.Msg }
+
+// Check reports whether expr parses and compiles with the given variables,
+// without running it, within bounded time and memory: short filters
+// compile in tact, longer ones in a child process (see the package doc).
+// Every failure is a *CompileError.
+func Check(expr string, vars ...string) error {
+	if err := checkSize(expr); err != nil {
+		return err
+	}
+	if len(expr) <= inProcessBytes {
+		_, err := compile(expr, vars)
+		return err
+	}
+	_, err := run(context.Background(), Request{Expr: expr, Vars: vars}, true)
+	return err
+}
+
+// checkSize refuses a filter longer than MaxFilterBytes.
+func checkSize(expr string) error {
+	if len(expr) > MaxFilterBytes {
+		return &CompileError{Msg: fmt.Sprintf("filter is %d bytes, over the %d-byte limit", len(expr), MaxFilterBytes)}
+	}
+	return nil
+}
+
+// compile parses and compiles expr in this process. Only callers that have
+// bounded its length call it here (Check, Eval) or in the child.
+func compile(expr string, vars []string) (*gojq.Code, error) {
 	q, err := gojq.Parse(expr)
 	if err != nil {
-		return nil, err
+		return nil, &CompileError{Msg: cutMessage(err.Error())}
 	}
-	return gojq.Compile(q, gojq.WithVariables(vars), gojq.WithEnvironLoader(func() []string { return nil }))
+	// No environment loader: $ENV and env stay empty, so a filter cannot
+	// read tact's environment; no module loader, so no file access.
+	code, err := gojq.Compile(q, gojq.WithVariables(vars), gojq.WithEnvironLoader(func() []string { return nil }))
+	if err != nil {
+		return nil, &CompileError{Msg: cutMessage(err.Error())}
+	}
+	return code, nil
+}
+
+// maxMessage bounds a compile error's length: gojq quotes the offending
+// token, which may be a long string literal or identifier.
+const maxMessage = 200
+
+// cutMessage makes gojq's message one line ("invalid escape sequence" quotes
+// source bytes as they are, a newline included) of at most maxMessage bytes.
+func cutMessage(s string) string {
+	s = text.OneLine(s)
+	if len(s) > maxMessage {
+		s = s[:text.RuneStart(s, maxMessage)] + "..."
+	}
+	return s
+}
+
+// Excerpt is expr quoted for a message, cut to its first 60 bytes (with the
+// full length) when longer.
+func Excerpt(expr string) string {
+	const keep = 60
+	if len(expr) <= keep {
+		return strconv.Quote(expr)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(expr[:text.RuneStart(expr, keep)]), len(expr))
 }
 
 // request is what the parent sends the child on its stdin.
@@ -111,6 +195,8 @@ type request struct {
 	MaxResults int               `json:"max_results,omitempty"`
 	MaxOutput  int               `json:"max_output,omitempty"`
 	TimeoutMS  int64             `json:"timeout_ms"`
+	// CheckOnly: compile, reply, and stop (Check of a long filter).
+	CheckOnly bool `json:"check_only,omitempty"`
 }
 
 // reply is one line the child writes on its stdout.
@@ -120,6 +206,10 @@ type reply struct {
 	Halt  bool            `json:"halt,omitempty"`
 	Cut   bool            `json:"cut,omitempty"`
 	Done  bool            `json:"done,omitempty"`
+	// Compiled is sent once the filter compiled: a bound hit before it is
+	// the compilation's.
+	Compiled     bool    `json:"compiled,omitempty"`
+	CompileError *string `json:"compile_error,omitempty"`
 }
 
 // Executable is the program re-executed as the child; tests may replace it.
@@ -127,15 +217,29 @@ var Executable = "/proc/self/exe"
 
 // Eval runs one filter in a child process within the request's bounds. The
 // error is a *LimitError for a bound, a *FilterError for an error the filter
-// raised (with the results before it), ctx's error when ctx ended, or
-// another error when the filter does not compile or the child failed.
+// raised (with the results before it), a *CompileError when the filter does
+// not compile (within the bounds), ctx's error when ctx ended, or another
+// error when the child failed.
 func Eval(ctx context.Context, r Request) (*Output, error) {
-	if _, err := Compile(r.Expr, r.Vars...); err != nil {
+	if err := checkSize(r.Expr); err != nil {
 		return nil, err
+	}
+	// A short filter is compiled here, so a typo costs no process; a long
+	// one only in the child.
+	if len(r.Expr) <= inProcessBytes {
+		if _, err := compile(r.Expr, r.Vars); err != nil {
+			return nil, err
+		}
 	}
 	if len(r.Vars) != len(r.VarValues) {
 		return nil, errors.New("jqx: one value per variable")
 	}
+	return run(ctx, r, false)
+}
+
+// run evaluates r in a child process, or with checkOnly only compiles it
+// there.
+func run(ctx context.Context, r Request, checkOnly bool) (*Output, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -145,7 +249,7 @@ func Eval(ctx context.Context, r Request) (*Output, error) {
 		memory = DefaultMemory
 	}
 	body, err := json.Marshal(request{Expr: r.Expr, Vars: r.Vars, VarValues: r.VarValues, Input: string(r.Input),
-		MaxResults: r.MaxResults, MaxOutput: r.MaxOutput, TimeoutMS: timeout.Milliseconds()})
+		MaxResults: r.MaxResults, MaxOutput: r.MaxOutput, TimeoutMS: timeout.Milliseconds(), CheckOnly: checkOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -165,12 +269,15 @@ func Eval(ctx context.Context, r Request) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := procsafe.Seal(); err != nil { // the child gets its three pipes only
+		return nil, fmt.Errorf("jq: cannot start the evaluator: %w", err)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("jq: cannot start the evaluator: %w", err)
 	}
 	out := &Output{}
 	var filterErr error
-	done := false
+	done, compiled := false, false
 	size := 0
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64*1024), maxReplyLine(r.MaxOutput))
@@ -180,6 +287,10 @@ func Eval(ctx context.Context, r Request) (*Output, error) {
 			break
 		}
 		switch {
+		case rp.CompileError != nil:
+			filterErr = &CompileError{Msg: cutMessage(*rp.CompileError)}
+		case rp.Compiled:
+			compiled = true
 		case rp.Error != nil:
 			filterErr = &FilterError{Msg: *rp.Error}
 		case rp.Halt:
@@ -207,8 +318,12 @@ func Eval(ctx context.Context, r Request) (*Output, error) {
 		return out, filterErr
 	case ctx.Err() != nil:
 		return out, ctx.Err()
+	case runCtx.Err() != nil && !compiled:
+		return out, &CompileError{Msg: "compiling the filter exceeded " + shortDuration(timeout)}
 	case runCtx.Err() != nil:
 		return out, &LimitError{Timeout: timeout}
+	case stderr.outOfMemory() && !compiled:
+		return out, &CompileError{Msg: "compiling the filter exceeded " + sizeString(memory)}
 	case stderr.outOfMemory():
 		return out, &LimitError{Memory: memory}
 	}

@@ -1,10 +1,14 @@
 # One place for build flags: changing any CGO_* value invalidates Go's build
 # cache and costs minutes of llama.cpp recompilation, so every target uses these.
 SHELL := /bin/bash
+# AMX stays off: with it, -march=native on a CPU that has it (Sapphire
+# Rapids and later) makes ggml-cpu.cpp call the AMX buffer type, whose
+# source (ggml-cpu/amx/) no Go package of the binding compiles, so the link
+# fails. The flags are no-ops on CPUs without AMX.
 ifeq ($(PORTABLE),1)
 ARCH_FLAGS := -march=x86-64-v3
 else
-ARCH_FLAGS := -march=native
+ARCH_FLAGS := -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 endif
 export CGO_ENABLED := 1
 export CGO_CFLAGS := -O3 $(ARCH_FLAGS)

@@ -12,6 +12,7 @@ import (
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/buildinfo"
+	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/mcp"
 	"github.com/tactcli/tact/planner"
@@ -102,9 +103,11 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	// The trace is opened next: from here on every way out, bad input
 	// included, ends it with a termination event.
 	if s.Trace != "" {
-		f, err := os.OpenFile(s.Trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		// A regular file, or a pipe with a reader, a terminal or
+		// /dev/null; a FIFO nobody reads is refused, never waited on.
+		f, err := filekind.OpenOutput(filekind.Spec{What: "--trace"}, s.Trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
-			return rt, badInputf("--trace: %v", err)
+			return rt, badInput(err)
 		}
 		rt.traceFile = f
 		rt.trace = react.NewTraceWriter(f, func(line string) string { return string(rt.Redactor.RedactJSON([]byte(line))) })

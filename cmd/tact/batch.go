@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
 )
@@ -71,9 +71,11 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 	var in io.Reader = o.IO.In
 	if len(o.Args) == 1 && o.Args[0] != "-" {
 		name = o.Args[0]
-		f, err := os.Open(name)
+		// A regular file, read as a stream (lines are bounded, the file
+		// is not); standard input is the way to pipe queries in.
+		f, err := filekind.Open(filekind.Spec{What: "queries"}, name)
 		if err != nil {
-			return badInputf("queries: %v", err)
+			return badInput(err)
 		}
 		defer f.Close()
 		in = f

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/internal/filekind"
 	"golang.org/x/term"
 )
 
@@ -227,7 +228,9 @@ func historyPath() string { return filepath.Join(config.StateDir(), "history") }
 // loadHistory reads the history file; a missing one is empty.
 func loadHistory(path string) *chatHistory {
 	h := &chatHistory{path: path}
-	f, err := os.Open(path)
+	// A regular file only (a FIFO there must not hang the session), at
+	// most 64 MiB (1000 queries; a larger file is not tact's).
+	f, err := filekind.Open(filekind.Spec{What: "history", Max: 64 << 20}, path)
 	if err != nil {
 		return h
 	}

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/text"
@@ -37,11 +39,29 @@ func systemStreams() *iostreams {
 	return &iostreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, StderrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
 }
 
+// signalExitAfter bounds how long tact lives after the first SIGINT or
+// SIGTERM: the run's own way out (the model stops between tokens; a
+// command's process group gets SIGTERM, SIGKILL after the 0.5 s kill grace,
+// a sandbox helper 1 s more; the termination event) normally ends it well
+// within. What is still blocked then (a read no cancellation reaches, a
+// stuck open, an MCP server slow to go) is not waited for: the watchdog
+// ends every command and server still running and exits 130/143.
+const signalExitAfter = exec.DefaultKillGrace + 2*time.Second
+
+// signalGrace is extra time the watchdog allows on top of signalExitAfter:
+// tact serve's --shutdown-grace, during which requests may finish.
+var signalGrace atomic.Int64
+
+// allowSignalGrace lets the command drain for d after a signal before the
+// watchdog ends it (tact serve).
+func allowSignalGrace(d time.Duration) { signalGrace.Store(int64(max(d, 0))) }
+
 // signalContext cancels on the first SIGINT/SIGTERM (the run then stops the
 // model between tokens, terminates tools' process groups and writes its
-// termination event); a second SIGINT exits at once. exitCode reports the
-// conventional code for the signal received (130 or 143), or 0. While
-// interruptHook is set, SIGINT goes to it instead (tact chat's turns).
+// termination event) and arms the watchdog (signalExitAfter); a second
+// SIGINT exits at once. exitCode reports the conventional code for the
+// signal received (130 or 143), or 0. While interruptHook is set, SIGINT
+// goes to it instead (tact chat's turns).
 func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 	// The cause carries the signal, so a run can write 143 for SIGTERM in
 	// its termination event (react.ExitCoder).
@@ -50,11 +70,15 @@ func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	code := make(chan int, 1)
 	done := make(chan struct{})
+	var watchdog *time.Timer // set on the first signal, by this goroutine only
 	go func() {
 		got := 0
 		for {
 			select {
 			case <-done:
+				if watchdog != nil {
+					watchdog.Stop()
+				}
 				return
 			case s := <-ch:
 				if h := interruptHook.Load(); h != nil && s == syscall.SIGINT {
@@ -63,12 +87,18 @@ func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 				}
 				got++
 				if got == 1 {
-					c := 130
+					c, name := 130, "SIGINT"
 					if s == syscall.SIGTERM {
-						c = 143
+						c, name = 143, "SIGTERM"
 					}
 					code <- c
 					cancel(&signalError{sig: s, code: c})
+					after := signalExitAfter + time.Duration(signalGrace.Load())
+					watchdog = time.AfterFunc(after, func() {
+						fmt.Fprintf(os.Stderr, "tact: still running %s after %s; exiting\n", after, name)
+						exec.KillRunning()
+						os.Exit(c)
+					})
 					continue
 				}
 				if s == syscall.SIGINT {

@@ -57,6 +57,8 @@ func newServeCmd(f *factory, runF func(context.Context, *serveOptions) error) *c
 // serves until a signal; then it drains and returns nil (exit 0).
 func serveRun(ctx context.Context, o *serveOptions) error {
 	s := o.S
+	// On a signal, requests get their grace before the watchdog ends tact.
+	allowSignalGrace(s.ShutdownGrace)
 	token := ""
 	if s.TokenEnv != "" {
 		if token = os.Getenv(s.TokenEnv); token == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
 	"golang.org/x/term"
@@ -151,9 +152,10 @@ func readPlanInput(ios *iostreams, args []string) (name string, data []byte, err
 	}
 	if len(args) == 1 && args[0] != "-" {
 		name = args[0]
-		f, err := os.Open(name)
+		// A regular file only (standard input is the way to pipe one in).
+		f, err := filekind.Open(filekind.Spec{What: "plan", Max: maxPlanBytes}, name)
 		if err != nil {
-			return "", nil, badInputf("plan: %v", err)
+			return "", nil, badInput(err)
 		}
 		defer f.Close()
 		r = bufio.NewReader(f)

@@ -97,9 +97,15 @@ func (pc *promptCache) unsaved(pin []int) bool {
 }
 
 // newPromptCache sets up the prompt cache of a loaded backend; nil (with
-// a debug line) when the model file cannot be identified.
+// a debug line) when the model file cannot be identified, and nil with a
+// warning when the directory cannot be trusted (promptcache.CheckDir):
+// the run goes on without the cache.
 func newPromptCache(b *Backend) *promptCache {
 	o := b.opts
+	if err := promptcache.CheckDir(o.PromptCacheDir); err != nil {
+		slog.Warn("running without the prompt cache", "err", err)
+		return nil
+	}
 	path, err := filepath.Abs(o.ModelPath)
 	if err == nil {
 		path, err = filepath.EvalSymlinks(path)

@@ -839,9 +839,9 @@ func AppendRule(path string, r Rule) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("policy %s: %w", path, err)
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := filekind.OpenLock(filekind.Spec{What: "policy lock"}, path+".lock")
 	if err != nil {
-		return fmt.Errorf("policy %s: lock: %w", path, err)
+		return err
 	}
 	defer lock.Close()
 	if err := flockRetry(lock); err != nil {

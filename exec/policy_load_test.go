@@ -50,3 +50,22 @@ func TestLoadPolicyRefusesOtherKinds(t *testing.T) {
 		}
 	}
 }
+
+// The lock file beside the policy is opened without blocking too: a FIFO
+// planted there is refused, not opened for writing.
+func TestAppendRuleLockFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := syscall.Mkfifo(path+".lock", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- AppendRule(path, Rule{Tool: "write_file"}) }()
+	select {
+	case err := <-done:
+		if want := "policy lock " + path + ".lock: is a named pipe (FIFO), not a regular file"; err == nil || err.Error() != want {
+			t.Fatalf("%v, want %q", err, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still blocked after 5s")
+	}
+}

@@ -35,6 +35,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tactcli/tact/internal/filekind"
 )
 
 const (
@@ -381,7 +383,9 @@ func flock(fd, how int) error {
 func (l *Lock) holders() []int {
 	var pids []int
 	for i := range l.slots {
-		if b, err := os.ReadFile(l.slotPath(i)); err == nil {
+		// A slot file holds a pid; anything else there (a FIFO) is skipped
+		// at once, never waited on.
+		if b, err := filekind.ReadFile(filekind.Spec{What: "cpu lock slot", Max: 64, NoFollow: true}, l.slotPath(i)); err == nil {
 			if pid := parsePID(string(b)); pid > 0 {
 				pids = append(pids, pid)
 			}

@@ -205,6 +205,38 @@ func OpenOutput(s Spec, path string, flag int, perm fs.FileMode) (*os.File, erro
 	return f, nil
 }
 
+// OpenLock opens the lock file at path for flock, creating it 0600: never
+// blocking, never through a symbolic link, a regular file only (a FIFO or
+// device planted there is refused, not opened for writing).
+func OpenLock(s Spec, path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &Error{What: s.What, Path: path, Mode: fs.ModeSymlink, Err: ErrNotRegular}
+		}
+		if errors.Is(err, syscall.ENXIO) { // a socket
+			if st, serr := os.Lstat(path); serr == nil {
+				return nil, &Error{What: s.What, Path: path, Mode: st.Mode(), Err: ErrNotRegular}
+			}
+		}
+		return nil, &Error{What: s.What, Path: path, Err: err}
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, &Error{What: s.What, Path: path, Err: err}
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &Error{What: s.What, Path: path, Mode: st.Mode(), Err: ErrNotRegular}
+	}
+	if err := setBlocking(f); err != nil {
+		f.Close()
+		return nil, &Error{What: s.What, Path: path, Err: err}
+	}
+	return f, nil
+}
+
 // outputKind: a regular file, a pipe or FIFO, or a character device that
 // is /dev/null or a terminal's (judged by its device number before the
 // open; the opened descriptor is asked too).

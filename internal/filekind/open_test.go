@@ -217,3 +217,36 @@ func TestErrorText(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenLockKinds(t *testing.T) {
+	p := kinds(t, t.TempDir())
+	for _, tt := range []struct {
+		kind string
+		want string // "" opens
+	}{
+		{kind: "regular"},
+		{kind: "missing"}, // created
+		{kind: "link", want: "is a symbolic link, not a regular file"},
+		{kind: "fifo", want: "is a named pipe (FIFO), not a regular file"},
+		{kind: "fifo-held", want: "is a named pipe (FIFO), not a regular file"},
+		{kind: "dir", want: "open " + p["dir"] + ": is a directory"},
+		{kind: "socket", want: "is a socket, not a regular file"},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			err := within(t, tt.kind, func() error {
+				f, err := OpenLock(Spec{What: "lock"}, p[tt.kind])
+				if err == nil {
+					err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+					f.Close()
+				}
+				return err
+			})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatal(err)
+			case tt.want != "" && (err == nil || !strings.HasSuffix(err.Error(), tt.want)):
+				t.Fatalf("err %v, want ...%q", err, tt.want)
+			}
+		})
+	}
+}

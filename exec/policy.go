@@ -90,7 +90,9 @@ func (r Rule) validate() error {
 		// No tool takes both, so such a rule would silently never match.
 		return errors.New("command and path cannot both be set (command is for run_command, path for write_file/edit_file)")
 	}
-	if r.Tool != "" && r.Tool != "*" && (isToolGlob(r.Tool) || strings.Contains(r.Tool, ".")) {
+	if r.Tool != "" && r.Tool != "*" && (isToolPattern(r.Tool) || strings.ContainsAny(r.Tool, `.?[\/`)) {
+		// Patterns, MCP names, and what looks like a glob or a path: the
+		// pattern check says exactly which character is wrong.
 		if err := validateToolPattern(r); err != nil {
 			return err
 		}
@@ -138,37 +140,29 @@ func (r Rule) validate() error {
 	return nil
 }
 
-// isToolGlob reports whether a rule's tool is a glob ("github.*"), matched
-// with path.Match against the tool name.
-func isToolGlob(tool string) bool { return strings.ContainsAny(tool, `*?[\`) }
+// mcpToolRE is an MCP tool's name, SERVER.TOOL (mcp.ValidServerName, then
+// a name ValidMCPToolName accepts).
+var mcpToolRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.[A-Za-z0-9_.-]{1,128}$`)
 
-// mcpToolRE is an MCP tool's name, SERVER.TOOL (mcp.ValidServerName and
-// the tool name characters the MCP specification allows).
-var mcpToolRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9_./-]+$`)
-
-// validateToolPattern checks a rule naming a tool glob or an MCP tool
-// (SERVER.TOOL). MCP servers start after the policy is read, so such a name
-// cannot be checked against their tools; command and path stay reserved to
-// the built-in tools that have them.
+// validateToolPattern checks a rule naming a tool pattern ("github.*", see
+// MatchToolPattern) or an MCP tool (SERVER.TOOL). MCP servers start after
+// the policy is read, so such a name cannot be checked against their tools;
+// command and path stay reserved to the built-in tools that have them.
 func validateToolPattern(r Rule) error {
-	if isToolGlob(r.Tool) {
-		if _, err := path.Match(r.Tool, ""); err != nil {
-			return fmt.Errorf("tool %q: bad glob syntax", r.Tool)
-		}
-		if ok, _ := path.Match(r.Tool, commandTool); r.Command != "" && !ok {
+	if err := CheckToolPattern(r.Tool); err != nil {
+		return fmt.Errorf("tool %q: %v", r.Tool, err)
+	}
+	if isToolPattern(r.Tool) {
+		if r.Command != "" && !MatchToolPattern(r.Tool, commandTool) {
 			return fmt.Errorf("\"command\" applies only to run_command, which tool %q does not match", r.Tool)
 		}
-		if r.Path != "" {
-			w, _ := path.Match(r.Tool, "write_file")
-			e, _ := path.Match(r.Tool, "edit_file")
-			if !w && !e {
-				return fmt.Errorf("\"path\" applies only to write_file and edit_file, which tool %q does not match", r.Tool)
-			}
+		if r.Path != "" && !MatchToolPattern(r.Tool, "write_file") && !MatchToolPattern(r.Tool, "edit_file") {
+			return fmt.Errorf("\"path\" applies only to write_file and edit_file, which tool %q does not match", r.Tool)
 		}
 		return nil
 	}
 	if !mcpToolRE.MatchString(r.Tool) {
-		return fmt.Errorf("tool %q: not a tool name (an MCP tool is SERVER.TOOL)", r.Tool)
+		return fmt.Errorf("tool %q: not a tool name (an MCP tool is SERVER.TOOL: the server's name, \".\", and 1 to %d of %s)", r.Tool, MaxMCPToolName, ToolNameAlphabet)
 	}
 	if r.Command != "" {
 		return fmt.Errorf("\"command\" applies only to run_command, not %s", r.Tool)
@@ -179,16 +173,13 @@ func validateToolPattern(r Rule) error {
 	return nil
 }
 
-// toolMatches reports whether a rule's tool (a name or a glob) names tool.
+// toolMatches reports whether a rule's tool (a name or a pattern) names
+// tool: the whole name, compared exactly except for "*".
 func toolMatches(pattern, tool string) bool {
 	if pattern == tool {
 		return true
 	}
-	if !isToolGlob(pattern) {
-		return false
-	}
-	ok, err := path.Match(pattern, tool)
-	return err == nil && ok
+	return isToolPattern(pattern) && MatchToolPattern(pattern, tool)
 }
 
 // unknownToolError names the tools rules may use and the closest one to a

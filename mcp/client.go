@@ -39,6 +39,9 @@ type Options struct {
 	// closed before its process group gets SIGTERM (and SIGKILL a second
 	// later); 0 means 2s.
 	StopGrace time.Duration
+	// MaxMessageSize bounds one message from a server (see
+	// DefaultMaxMessage, the value 0 means).
+	MaxMessageSize int
 }
 
 // Status is a server's state for `tact mcp list`.
@@ -184,6 +187,7 @@ type server struct {
 	sess      *sdk.ClientSession
 	proc      *process      // stdio servers
 	done      chan struct{} // closed when sess ends
+	guard     *guard        // sess's limits on what the server sends
 	tools     []*Tool
 	restarted bool
 	closed    bool
@@ -207,15 +211,18 @@ func (s *server) start(ctx context.Context) error {
 	// One deadline for the connection, the handshake and every page of tools.
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
-	sess, proc, done, err := s.connect(lctx)
+	l, err := s.connect(lctx)
 	if err != nil {
 		return err
 	}
+	sess, proc := l.sess, l.proc
+	lctx, unwatch := l.guard.watch(lctx)
+	defer unwatch()
 	var list []*sdk.Tool
 	for t, err := range sess.Tools(lctx, nil) {
 		if err != nil {
 			stopSession(sess, proc, s.opts.StopGrace)
-			return fmt.Errorf("listing tools: %w", s.explain(lctx, err, proc))
+			return fmt.Errorf("listing tools: %w", s.explain(lctx, err, l.proc, l.guard))
 		}
 		list = append(list, t)
 	}
@@ -226,7 +233,7 @@ func (s *server) start(ctx context.Context) error {
 		stopSession(sess, proc, s.opts.StopGrace)
 		return errors.New("closed while starting")
 	}
-	s.sess, s.proc, s.done, s.tools = sess, proc, done, tools
+	s.sess, s.proc, s.done, s.guard, s.tools = sess, proc, l.done, l.guard, tools
 	s.state, s.err = StateReady, nil
 	s.log.Debug("MCP server ready", "server", s.cfg.Name, "transport", s.cfg.Transport(), "tools", len(tools),
 		"protocol", sess.InitializeResult().ProtocolVersion)
@@ -234,25 +241,31 @@ func (s *server) start(ctx context.Context) error {
 }
 
 // connect starts the transport and the handshake within the startup timeout.
-func (s *server) connect(ctx context.Context) (*sdk.ClientSession, *process, chan struct{}, error) {
+func (s *server) connect(ctx context.Context) (live, error) {
 	if s.cfg.expandErr != nil {
-		return nil, nil, nil, s.cfg.expandErr
+		return live{}, s.cfg.expandErr
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
+	// Every byte from the server passes the guard before the SDK sees it;
+	// the SDK's own caps, twice as high, are only a backstop.
+	g := newGuard(s.cfg.Name, s.opts.MaxMessageSize)
+	cctx, unwatch := g.watch(cctx)
+	defer unwatch()
 	var transport sdk.Transport
 	var proc *process
 	if s.cfg.URL != "" {
 		transport = &sdk.StreamableClientTransport{
-			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.cfg.Headers}},
+			Endpoint:     s.cfg.URL,
+			HTTPClient:   &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.cfg.Headers, guard: g}},
+			MaxEventSize: 2 * g.maxSize,
 		}
 	} else {
 		var err error
 		if proc, err = startProcess(s.cfg, s.log); err != nil {
-			return nil, nil, nil, err
+			return live{}, err
 		}
-		transport = &sdk.IOTransport{Reader: proc.stdout, Writer: proc.stdin}
+		transport = &sdk.IOTransport{Reader: g.reader(proc.stdout, frameLines), Writer: proc.stdin, MaxLineLength: 2 * g.maxSize}
 	}
 	name := s.cfg.Name
 	client := sdk.NewClient(&sdk.Implementation{Name: "tact", Version: s.opts.ClientVersion}, &sdk.ClientOptions{
@@ -269,19 +282,23 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, *process, cha
 	sess, err := client.Connect(cctx, transport, nil)
 	if err != nil {
 		stopSession(nil, proc, s.opts.StopGrace)
-		return nil, nil, nil, s.explain(cctx, err, proc)
+		return live{}, s.explain(cctx, err, proc, g)
 	}
 	done := make(chan struct{})
 	go func() {
 		_ = sess.Wait()
 		close(done)
 	}()
-	return sess, proc, done, nil
+	return live{sess, proc, done, g}, nil
 }
 
-// explain words a start error: a timeout names the bound, a process that
-// exited says how and with its last stderr line.
-func (s *server) explain(ctx context.Context, err error, proc *process) error {
+// explain words a start error: a message tact refused says so, a timeout
+// names the bound, a process that exited says how and with its last
+// stderr line.
+func (s *server) explain(ctx context.Context, err error, proc *process, g *guard) error {
+	if r := g.err(); r != nil {
+		return r
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("no answer within %v (startup_timeout)", s.cfg.StartTimeout)
 	}
@@ -305,37 +322,45 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (*
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	res, err := l.sess.CallTool(cctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	wctx, unwatch := l.guard.watch(cctx)
+	defer unwatch()
+	res, err := l.sess.CallTool(wctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err == nil {
 		return res, nil
 	}
+	refused := l.guard.err()
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+	case refused == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return nil, fmt.Errorf("no result within %v (the server's timeout); the call was cancelled", s.cfg.Timeout)
-	}
-	if !down(err) && (answered(err) || !waitDone(l.done, 500*time.Millisecond)) {
+	case refused == nil && !down(err) && (answered(err) || !waitDone(l.done, 500*time.Millisecond)):
 		return nil, err // an error from a live server
 	}
-	why := deathNote(l.proc, err)
-	if rerr := s.restart(ctx, l.sess); rerr != nil {
-		return nil, fmt.Errorf("MCP server %s stopped during the call (%s); %v", s.cfg.Name, why, rerr)
+	// The server died, or tact refused what it sent and closed the
+	// connection (then the server is not to blame for how it ended).
+	what := fmt.Sprintf("MCP server %s stopped during the call (%s)", s.cfg.Name, deathNote(l.proc, err))
+	if refused != nil {
+		what = refused.Error()
 	}
-	return nil, fmt.Errorf("MCP server %s stopped during the call (%s); it was restarted, so the call may be tried again", s.cfg.Name, why)
+	if rerr := s.restart(ctx, l.sess, refused); rerr != nil {
+		return nil, fmt.Errorf("%s; %v", what, rerr)
+	}
+	return nil, fmt.Errorf("%s; it was restarted, so the call may be tried again", what)
 }
 
-// live is a session with its process (stdio) and end signal.
+// live is a session with its process (stdio), end signal and guard.
 type live struct {
-	sess *sdk.ClientSession
-	proc *process
-	done chan struct{}
+	sess  *sdk.ClientSession
+	proc  *process
+	done  chan struct{}
+	guard *guard
 }
 
 // session returns the live session, restarting a dead server once.
 func (s *server) session(ctx context.Context) (live, error) {
 	s.mu.Lock()
-	l, err := live{s.sess, s.proc, s.done}, s.err
+	l, err := live{s.sess, s.proc, s.done, s.guard}, s.err
 	s.mu.Unlock()
 	if l.sess == nil {
 		if err == nil {
@@ -343,19 +368,25 @@ func (s *server) session(ctx context.Context) (live, error) {
 		}
 		return live{}, fmt.Errorf("MCP server %s is not available: %v", s.cfg.Name, err)
 	}
-	if !waitDone(l.done, 0) {
+	// A session whose message tact refused is over even where the
+	// transport stays open (an HTTP session's other streams).
+	refused := l.guard.err()
+	if refused == nil && !waitDone(l.done, 0) {
 		return l, nil
 	}
-	why := deathNote(l.proc, nil)
-	if rerr := s.restart(ctx, l.sess); rerr != nil {
-		return live{}, fmt.Errorf("MCP server %s stopped (%s); %v", s.cfg.Name, why, rerr)
+	what := fmt.Sprintf("MCP server %s stopped (%s)", s.cfg.Name, deathNote(l.proc, nil))
+	if refused != nil {
+		what = refused.Error()
+	}
+	if rerr := s.restart(ctx, l.sess, refused); rerr != nil {
+		return live{}, fmt.Errorf("%s; %v", what, rerr)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sess == nil {
 		return live{}, fmt.Errorf("MCP server %s is not available: %v", s.cfg.Name, s.err)
 	}
-	return live{s.sess, s.proc, s.done}, nil
+	return live{s.sess, s.proc, s.done, s.guard}, nil
 }
 
 // deathNote says how a session's server ended.
@@ -373,8 +404,9 @@ func deathNote(proc *process, err error) string {
 	return "connection closed"
 }
 
-// restart replaces the dead session dead with a new one, once per run.
-func (s *server) restart(ctx context.Context, dead *sdk.ClientSession) error {
+// restart replaces the dead session dead with a new one, once per run;
+// refused is the message tact refused on it, if that is why it ended.
+func (s *server) restart(ctx context.Context, dead *sdk.ClientSession, refused *RefusedError) error {
 	s.mu.Lock()
 	if s.sess != dead {
 		// Another call restarted it already.
@@ -398,8 +430,12 @@ func (s *server) restart(ctx context.Context, dead *sdk.ClientSession) error {
 	s.sess, s.proc = nil, nil
 	s.mu.Unlock()
 	stopSession(dead, proc, s.opts.StopGrace)
-	s.log.Warn("MCP server stopped; restarting it (once per run)", "server", s.cfg.Name)
-	sess, nproc, done, err := s.connect(ctx)
+	if refused != nil {
+		s.log.Warn("MCP server's connection closed by tact; restarting it (once per run)", "server", s.cfg.Name, "reason", refused.Error())
+	} else {
+		s.log.Warn("MCP server stopped; restarting it (once per run)", "server", s.cfg.Name)
+	}
+	l, err := s.connect(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -407,10 +443,10 @@ func (s *server) restart(ctx context.Context, dead *sdk.ClientSession) error {
 		return fmt.Errorf("restarting it failed: %v", err)
 	}
 	if s.closed {
-		go stopSession(sess, nproc, s.opts.StopGrace)
+		go stopSession(l.sess, l.proc, s.opts.StopGrace)
 		return errors.New("the run is ending")
 	}
-	s.sess, s.proc, s.done, s.state = sess, nproc, done, StateReady
+	s.sess, s.proc, s.done, s.guard, s.state = l.sess, l.proc, l.done, l.guard, StateReady
 	return nil
 }
 
@@ -475,10 +511,12 @@ func stopSession(sess *sdk.ClientSession, proc *process, grace time.Duration) {
 	}
 }
 
-// headerTransport adds the configured headers to every request.
+// headerTransport adds the configured headers to every request and passes
+// every response body through the session's guard.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	guard   *guard
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -488,5 +526,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return h.base.RoundTrip(r)
+	resp, err := h.base.RoundTrip(r)
+	if err == nil {
+		h.guard.guardBody(resp)
+	}
+	return resp, err
 }

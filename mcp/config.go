@@ -113,18 +113,34 @@ func (c *Config) SecretEnviron() []string {
 
 var (
 	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	// toolNameRE is the MCP specification's tool name alphabet.
-	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_./-]{1,128}$`)
-	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	headerRE   = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerRE     = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
 // ValidServerName reports whether name may name a server: letters, digits,
 // "_" and "-" (no "." : tools are named SERVER.TOOL).
 func ValidServerName(name string) bool { return serverNameRE.MatchString(name) }
 
-// validToolName reports whether a server's tool name is usable.
-func validToolName(name string) bool { return toolNameRE.MatchString(name) }
+// validToolName reports whether a server's tool name is usable: the MCP
+// specification's alphabet (exec.ValidMCPToolName, shared with policy).
+func validToolName(name string) bool { return exec.ValidMCPToolName(name) }
+
+// toolNameError says why a tool name in the servers file is not one. The
+// fields take exact names: there are no patterns here.
+func toolNameError(name string) string {
+	why := fmt.Sprintf("use 1 to %d of %s", exec.MaxMCPToolName, exec.ToolNameAlphabet)
+	switch {
+	case name == "":
+		why = "empty; " + why
+	case len(name) > exec.MaxMCPToolName:
+		why = fmt.Sprintf("longer than %d characters", exec.MaxMCPToolName)
+	case strings.Contains(name, "*"):
+		why = "these fields take exact tool names, not patterns; " + why
+	case exec.BadToolNameChar(name) != "":
+		why = exec.BadToolNameChar(name) + " is not allowed; " + why
+	}
+	return fmt.Sprintf("%q is not a tool name (%s)", name, why)
+}
 
 type fileJSON struct {
 	MCPServers map[string]json.RawMessage `json:"mcpServers"`
@@ -318,14 +334,14 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 	s.DisabledTools = map[string]bool{}
 	for i, t := range j.DisabledTools {
 		if !validToolName(t) {
-			return nil, fmt.Errorf(".disabled_tools[%d]: %q is not a tool name", i, t)
+			return nil, fmt.Errorf(".disabled_tools[%d]: %s", i, toolNameError(t))
 		}
 		s.DisabledTools[t] = true
 	}
 	s.Classes = map[string]exec.Class{}
 	for _, t := range sortedKeys(j.Classes) {
 		if !validToolName(t) {
-			return nil, fmt.Errorf(".classes: %q is not a tool name", t)
+			return nil, fmt.Errorf(".classes: %s", toolNameError(t))
 		}
 		switch c := exec.Class(j.Classes[t]); c {
 		case exec.ClassRead, exec.ClassWrite, exec.ClassExec:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -172,7 +173,10 @@ func (s *server) adapt(list []*sdk.Tool) []*Tool {
 		name := s.cfg.Name + "." + st.Name
 		switch {
 		case !validToolName(st.Name):
-			s.log.Warn("MCP tool skipped: its name has characters tools may not use", "server", s.cfg.Name, "tool", st.Name)
+			// Refused, not escaped: a name policy rules cannot spell (or
+			// that reads as another) must not become a tool.
+			s.log.Warn(fmt.Sprintf("MCP tool skipped: tool names are 1 to %d of %s", exec.MaxMCPToolName, exec.ToolNameAlphabet),
+				"server", s.cfg.Name, "tool", strconv.QuoteToASCII(capText(st.Name, 200)))
 			continue
 		case seen[st.Name]:
 			s.log.Warn("MCP tool skipped: the server lists the name twice", "tool", name)

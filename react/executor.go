@@ -1162,9 +1162,11 @@ func (r *run) summary() string {
 	for _, rec := range r.records {
 		status := "ok"
 		if rec.Error != nil {
-			status = "failed: " + firstLine(*rec.Error)
+			status = "failed: " + text.Clip(firstLine(*rec.Error), 300)
 		}
-		fmt.Fprintf(&b, "%d. %s %s: %s\n", rec.Step, rec.Tool, canonical(rec.Args), status)
+		// Arguments cut as the run display cuts them: a denied 1 MB
+		// write_file is a line here, not a megabyte on stdout.
+		fmt.Fprintf(&b, "%d. %s %s: %s\n", rec.Step, rec.Tool, text.ClipArgs(rec.Args, 60), status)
 	}
 	last := r.records[len(r.records)-1]
 	if out := strings.TrimSpace(last.Output); out != "" {

@@ -820,3 +820,24 @@ func TestDenialObservationsAndExitCode(t *testing.T) {
 		t.Fatalf("exit code %d", st.ExitCode)
 	}
 }
+
+// The model-free summary lists each step's arguments cut as the run display
+// cuts them: a 1 MB argument is one short line, with its size.
+func TestSummaryCutsArguments(t *testing.T) {
+	h := newHarness(t, "")
+	h.ex.AllowTools = []string{"poke", "echo"}
+	big := strings.Repeat("A", 1_000_000)
+	res := h.run(`{"tool":"echo","args":{"msg":"first"}}
+{"tool":"poke","args":{"msg":"` + big + `"}}`)
+	// The plan has no final answer: the run ends with the summary.
+	if res.TerminationReason == ReasonSuccess {
+		t.Fatalf("reason %q, answer %.200q", res.TerminationReason, res.FinalAnswer)
+	}
+	steps, _, _ := strings.Cut(res.FinalAnswer, "Last output:") // the output is cut on its own
+	if len(steps) > 500 || strings.Contains(steps, strings.Repeat("A", 100)) {
+		t.Fatalf("steps listed in %d bytes: %.300q", len(steps), steps)
+	}
+	if !strings.Contains(res.FinalAnswer, `2. poke {"msg":"AAAA`) || !strings.Contains(res.FinalAnswer, `… (1.0MB)"}: `) {
+		t.Errorf("summary:\n%s", res.FinalAnswer)
+	}
+}

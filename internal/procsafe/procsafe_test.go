@@ -1,8 +1,8 @@
 package procsafe
 
 import (
-	"bytes"
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"

@@ -296,7 +296,7 @@ func (r *Renderer) draw() {
 		tail += " · " + r.o.Hint
 	}
 	tail += ")"
-	label := clipRunes(r.label, r.width()-utf8.RuneCountInString(tail)-4)
+	label := text.Clip(r.label, r.width()-utf8.RuneCountInString(tail)-4)
 	fmt.Fprint(r.w, "\r\033[K"+r.paint(cyan, frames[r.frame%len(frames)])+" "+label+r.paint(dim, tail))
 	r.drawn = true
 }
@@ -333,7 +333,7 @@ func callLabel(kind llm.Kind) string {
 // actionLine is `● tool(key="value", n=3)`, clipped to the width.
 func (r *Renderer) actionLine(tool string, args json.RawMessage) string {
 	call := exec.SanitizeTerminal(tool) + "(" + formatArgs(args) + ")"
-	call = clipRunes(call, r.width()-3)
+	call = text.Clip(call, r.width()-3)
 	name, rest, _ := strings.Cut(call, "(")
 	return r.paint(green, "●") + " " + r.paint(bold, name) + "(" + rest
 }
@@ -344,7 +344,7 @@ func formatArgs(raw json.RawMessage) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return exec.SanitizeTerminal(clipRunes(string(raw), 60))
+		return exec.SanitizeTerminal(text.Clip(string(raw), 60))
 	}
 	var parts []string
 	for dec.More() {
@@ -366,7 +366,7 @@ func formatValue(v json.RawMessage) string {
 	const most = 30 // room for the other arguments on one line
 	var s string
 	if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '"' && json.Unmarshal(t, &s) == nil {
-		clipped := clipRunes(s, most)
+		clipped := text.Clip(s, most)
 		b, err := text.JSON(clipped) // quoted, newlines as \n
 		if err != nil {
 			return `"…"`
@@ -379,9 +379,9 @@ func formatValue(v json.RawMessage) string {
 	}
 	var compact bytes.Buffer
 	if json.Compact(&compact, v) != nil {
-		return exec.SanitizeTerminal(clipRunes(string(v), most))
+		return exec.SanitizeTerminal(text.Clip(string(v), most))
 	}
-	return exec.SanitizeTerminal(clipRunes(compact.String(), most))
+	return exec.SanitizeTerminal(text.Clip(compact.String(), most))
 }
 
 // step draws what became of an action: its observation, an error or a skip.
@@ -390,7 +390,7 @@ func (r *Renderer) step(st react.StepTrace) {
 	case exec.FinalAnswer:
 		return
 	case "":
-		r.println(r.paint(red, "✗") + " " + r.paint(dim, "invalid reply: "+exec.SanitizeTerminal(clipRunes(text.FirstLine(st.Error), r.width()-20))))
+		r.println(r.paint(red, "✗") + " " + r.paint(dim, "invalid reply: "+exec.SanitizeTerminal(text.Clip(text.FirstLine(st.Error), r.width()-20))))
 		return
 	}
 	if st.Iteration != r.lastAction {
@@ -400,7 +400,7 @@ func (r *Renderer) step(st react.StepTrace) {
 	obs := strings.TrimRight(exec.SanitizeTerminal(st.Observation), "\n ")
 	switch {
 	case st.SkipReason != "":
-		r.println(r.paint(dim, "  ⎿ skipped ("+st.SkipReason+"): "+clipRunes(text.FirstLine(obs), r.width()-30)))
+		r.println(r.paint(dim, "  ⎿ skipped ("+st.SkipReason+"): "+text.Clip(text.FirstLine(obs), r.width()-30)))
 	case st.Observation == "interrupted":
 		r.println(r.paint(yellow, "  ⎿ interrupted"))
 	case st.Error != "" || st.ExitCode != 0:
@@ -423,7 +423,7 @@ func (r *Renderer) lines(marker, obs string) {
 		if i == 0 {
 			prefix = marker
 		}
-		r.println(prefix + clipRunes(strings.ReplaceAll(l, "\t", "    "), r.width()-5))
+		r.println(prefix + text.Clip(strings.ReplaceAll(l, "\t", "    "), r.width()-5))
 	}
 	if left := len(all) - len(shown); left > 0 {
 		rest := len(strings.Join(all[len(shown):], "\n"))
@@ -450,7 +450,7 @@ func (r *Renderer) plan(ev react.Event) {
 	if ev.Type == react.EventReplan {
 		what = "new plan"
 	}
-	r.println(r.paint(dim, clipRunes(fmt.Sprintf("%s: %s", what, strings.Join(tools, " → ")), r.width()-1)))
+	r.println(r.paint(dim, text.Clip(fmt.Sprintf("%s: %s", what, strings.Join(tools, " → ")), r.width()-1)))
 }
 
 func (r *Renderer) compaction(ev react.Event) {
@@ -472,18 +472,6 @@ func (r *Renderer) compaction(ev react.Event) {
 		what = fmt.Sprintf("earlier turns %d-%d", f.FirstTurn, f.LastTurn)
 	}
 	r.println(r.paint(dim, fmt.Sprintf("  compacted %s to fit the context window (%s → %s tokens)", what, thousands(f.Before), thousands(f.After))))
-}
-
-// clipRunes keeps at most n runes of s, ending in "…" when cut.
-func clipRunes(s string, n int) string {
-	if n < 1 {
-		n = 1
-	}
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	rs := []rune(s)
-	return string(rs[:n-1]) + "…"
 }
 
 // thousands writes n with comma separators.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/react"
 )
@@ -146,7 +147,7 @@ func TestFormatHelpers(t *testing.T) {
 		{seconds(400 * time.Millisecond), "0.4s"}, {seconds(42 * time.Second), "42s"}, {seconds(125 * time.Second), "2m05s"},
 		{formatArgs(json.RawMessage(`{"b":1,"a":[1, 2],"c":null}`)), "b=1, a=[1,2], c=null"},
 		{formatArgs(json.RawMessage(`not json`)), "not json"},
-		{clipRunes("héllo", 3), "hé…"},
+		{text.Clip("héllo", 3), "hé…"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

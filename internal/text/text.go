@@ -94,3 +94,56 @@ func JSON(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// Clip keeps at most n runes of s, ending in "…" when cut.
+func Clip(s string, n int) string {
+	n = max(n, 1)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	rs := []rune(s)
+	return string(rs[:n-1]) + "…"
+}
+
+// longValue is the size from which a clipped value also says how long it
+// was: a listing that shows a 1 MB argument as 30 characters must not hide
+// that it is 1 MB.
+const longValue = 200
+
+// ClipArgs is a call's JSON arguments for a one-line listing (the run
+// display, the model-free summary): compact JSON, each string value cut
+// to most runes (with its size when it is long), the whole to 8*most
+// runes. Input that is not JSON is clipped as text.
+func ClipArgs(raw json.RawMessage, most int) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return Clip(string(raw), most)
+	}
+	b, err := JSON(clipStrings(v, most))
+	if err != nil {
+		return Clip(string(raw), most)
+	}
+	return Clip(strings.TrimSuffix(string(b), "\n"), 8*most)
+}
+
+func clipStrings(v any, most int) any {
+	switch v := v.(type) {
+	case string:
+		c := Clip(v, most)
+		if len(v) > longValue {
+			c += " (" + DecimalSize(int64(len(v))) + ")"
+		}
+		return c
+	case []any:
+		for i := range v {
+			v[i] = clipStrings(v[i], most)
+		}
+	case map[string]any:
+		for k, x := range v {
+			v[k] = clipStrings(x, most)
+		}
+	}
+	return v
+}

@@ -1,6 +1,11 @@
 package text
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestHelpers(t *testing.T) {
 	if FirstLine("a\nb") != "a" || FirstLine("ab") != "ab" || FirstLine("") != "" {
@@ -27,5 +32,29 @@ func TestHelpers(t *testing.T) {
 	}
 	if RuneStart("\x80\x80\x80\x80\x80", 4) != 4 || RuneStart("ab", 99) != 2 || RuneStart("ab", -1) != 0 {
 		t.Error("RuneStart edges")
+	}
+}
+
+func TestClipArgs(t *testing.T) {
+	big := strings.Repeat("x", 1_000_000)
+	for _, tt := range []struct {
+		in   string
+		want string
+	}{
+		{`{"path":"a.txt"}`, `{"path":"a.txt"}`},
+		{`{"b":1,"a":[1, 2],"c":null}`, `{"a":[1,2],"b":1,"c":null}`},
+		{`{"path":"f","content":"` + big + `"}`, `{"content":"` + strings.Repeat("x", 9) + `… (1.0MB)","path":"f"}`},
+		{`{"n":{"deep":["` + strings.Repeat("é", 300) + `"]}}`, `{"n":{"deep":["` + strings.Repeat("é", 9) + `… (600B)"]}}`},
+		{`{"n":12345678901234567890}`, `{"n":12345678901234567890}`},
+		{`not json at all, rather long`, `not json …`},
+	} {
+		if got := ClipArgs(json.RawMessage(tt.in), 10); got != tt.want {
+			t.Errorf("ClipArgs(%.40q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	// Many values: the whole listing stays bounded.
+	many := `[` + strings.Repeat(`"abcdefghijkl",`, 10000) + `"z"]`
+	if got := ClipArgs(json.RawMessage(many), 10); utf8.RuneCountInString(got) > 80 {
+		t.Errorf("%d runes for 10001 values", utf8.RuneCountInString(got))
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/buildinfo"
 	"github.com/tactcli/tact/internal/filekind"
+	"github.com/tactcli/tact/internal/outfile"
+	"github.com/tactcli/tact/internal/procsafe"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/mcp"
 	"github.com/tactcli/tact/planner"
@@ -100,6 +102,11 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	if opts.OnRedactor != nil {
 		opts.OnRedactor(rt.Redactor)
 	}
+	// Before any command runs: a root command can read /proc/PID/environ of
+	// tact whatever else is done, so the secret values leave that block.
+	if err := procsafe.HideEnviron(func(_, value string) bool { return rt.Redactor.Redact(value) != value }); err != nil {
+		slog.Debug("hiding secrets from /proc/self/environ", "err", err)
+	}
 	// The trace is opened next: from here on every way out, bad input
 	// included, ends it with a termination event.
 	if s.Trace != "" {
@@ -110,7 +117,12 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 			return rt, badInput(err)
 		}
 		rt.traceFile = f
-		rt.trace = react.NewTraceWriter(f, func(line string) string { return string(rt.Redactor.RedactJSON([]byte(line))) })
+		// A full disk is said at once, not only when tact exits (with 10):
+		// the events after it are lost, the ones before stay whole.
+		out := outfile.New(f, "--trace "+s.Trace, func(err error) {
+			slog.Warn("the trace cannot be written; the events from here on are lost", "err", err)
+		})
+		rt.trace = react.NewTraceWriter(out, func(line string) string { return string(rt.Redactor.RedactJSON([]byte(line))) })
 	}
 	rt.events = react.Sinks{rt.trace, opts.Events}
 	if rt.Env, err = exec.NewEnv(s.Workspace); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -90,7 +89,6 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 		return engineExit(err)
 	}
 
-	out := bufio.NewWriter(o.IO.Out)
 	start := time.Now()
 	// --parallel, at most what the backend serves at once (RunBatch).
 	counts, err := rt.RunBatch(ctx, in, agent.BatchOptions{Name: name, Parallel: s.Parallel, Ordered: o.Ordered,
@@ -103,14 +101,17 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 			if err != nil {
 				return err
 			}
-			if _, err := out.Write(line); err != nil {
-				return err
-			}
-			// Each result reaches stdout as soon as it is known.
-			return out.Flush()
+			// One write a result, as soon as it is known: when stdout
+			// fails (a full disk, a closed pipe) no partial line is left
+			// and the batch stops (exit 10).
+			_, err = o.IO.Out.Write(line)
+			return err
 		})
 	prog.done()
 	if err != nil {
+		if oerr := outputError(o.IO.Out); oerr != nil {
+			return oerr
+		}
 		return badInputf("%v", err)
 	}
 	if ctx.Err() != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/filekind"
@@ -258,9 +260,9 @@ func (h *chatHistory) At(idx int) string {
 	return strings.ReplaceAll(h.entries[len(h.entries)-1-idx], "\n", " ")
 }
 
-// record adds a query and saves the file. Blank queries, a repeat of the
-// last one and queries typed with a leading space (as in shells: a way to
-// keep one out) are not recorded.
+// record adds a query and appends it to the file. Blank queries, a repeat
+// of the last one and queries typed with a leading space (as in shells: a
+// way to keep one out) are not recorded.
 func (h *chatHistory) record(q string) {
 	if strings.TrimSpace(q) == "" || strings.HasPrefix(q, " ") {
 		return
@@ -272,24 +274,93 @@ func (h *chatHistory) record(q string) {
 	if len(h.entries) > historyLimit {
 		h.entries = h.entries[len(h.entries)-historyLimit:]
 	}
-	if err := h.save(); err != nil && h.err == nil {
+	if h.path == "" {
+		return // saving failed before; reported once
+	}
+	if err := appendHistory(h.path, q); err != nil && h.err == nil {
 		h.err = err
 	}
 }
 
-// save writes the file whole (a temporary file renamed over it), 0600 in
-// a 0700 directory: queries may hold what the user would not share.
-func (h *chatHistory) save() error {
-	if err := os.MkdirAll(filepath.Dir(h.path), 0o700); err != nil {
+// historyCompactAt is the file size past which an append also counts the
+// queries in the file, and trims it to the newest historyLimit once it
+// holds twice that many: a trim now and then, not a rewrite every time.
+const historyCompactAt = 256 << 10
+
+// appendHistory appends one query to the file, 0600 in a 0700 directory
+// (queries may hold what the user would not share). Several sessions may
+// run at once: each append happens under an exclusive lock on a lock file
+// beside it, as shells do, so no session's queries are lost; the rare
+// trim rewrites the file under the same lock.
+func appendHistory(path, q string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(h.path), ".history-*")
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	defer unlock()
+	f, err := filekind.OpenOutput(filekind.Spec{What: "history"}, path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	_, err = f.WriteString(escapeHistory(q) + "\n")
+	var size int64
+	if st, serr := f.Stat(); serr == nil {
+		size = st.Size()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	if size > historyCompactAt {
+		return compactHistory(path)
+	}
+	return nil
+}
+
+// lockFile takes an exclusive flock on path (created 0600), waiting for
+// other sessions; unlock releases it.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := filekind.OpenLock(filekind.Spec{What: "history lock"}, path)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing releases the lock
+}
+
+// compactHistory rewrites the file with its newest historyLimit queries (a
+// temporary file renamed over it) when it holds more than twice that many;
+// the caller holds the lock.
+func compactHistory(path string) error {
+	b, err := filekind.ReadFile(filekind.Spec{What: "history", Max: 64 << 20}, path)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	if bytes.Count(b, []byte("\n")) <= 2*historyLimit {
+		return nil
+	}
+	entries := loadHistory(path).entries
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".history-*")
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	w := bufio.NewWriter(tmp)
-	for _, e := range h.entries {
+	for _, e := range entries {
 		w.WriteString(escapeHistory(e))
 		w.WriteByte('\n')
 	}
@@ -304,7 +375,7 @@ func (h *chatHistory) save() error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), h.path); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
 	return nil

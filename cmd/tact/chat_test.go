@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -52,6 +53,64 @@ func TestChatHistory(t *testing.T) {
 	bad.record("x")
 	if bad.err == nil {
 		t.Error("no error saving under a file")
+	}
+}
+
+// Two sessions at once, as two terminals: each loaded the history before
+// the other wrote, then both record queries interleaved. Every query of
+// both ends up in the file, each on a line of its own.
+func TestChatHistoryConcurrentSessions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tact", "history")
+	a, b := loadHistory(path), loadHistory(path)
+	const n = 200
+	var wg sync.WaitGroup
+	for name, h := range map[string]*chatHistory{"a": a, "b": b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				h.record(fmt.Sprintf("%s-%d\nsecond line", name, i))
+			}
+		}()
+	}
+	wg.Wait()
+	if a.err != nil || b.err != nil {
+		t.Fatal(a.err, b.err)
+	}
+	got := loadHistory(path).entries
+	if len(got) != 2*n {
+		t.Fatalf("%d queries in the file, want %d", len(got), 2*n)
+	}
+	seen := map[string]bool{}
+	for _, e := range got {
+		seen[e] = true
+	}
+	for _, name := range []string{"a", "b"} {
+		for i := range n {
+			if q := fmt.Sprintf("%s-%d\nsecond line", name, i); !seen[q] {
+				t.Fatalf("lost %q", q)
+			}
+		}
+	}
+	// Past historyCompactAt, once the file holds twice historyLimit
+	// queries, an append trims it to the newest historyLimit, still under
+	// the lock.
+	long := strings.Repeat("x", 300)
+	for i := range 2*historyLimit + 50 {
+		a.record(fmt.Sprint(i, long))
+	}
+	b2, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(b2), "\n"); lines > 2*historyLimit || lines < historyLimit {
+		t.Errorf("%d queries in the file after trimming", lines)
+	}
+	if h := loadHistory(path); h.Len() != historyLimit || h.At(0) != fmt.Sprint(2*historyLimit+49, long) {
+		t.Errorf("after trimming: %d queries, newest %.20q", h.Len(), h.At(0))
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("trimmed file: %v, %v", st, err)
 	}
 }
 

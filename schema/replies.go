@@ -33,6 +33,7 @@ func thoughtSchema(o ThoughtOptions) map[string]any {
 }
 
 func branch(name string, args json.RawMessage, thought ThoughtOptions) ordered {
+	args = grammarArgs(args)
 	req := []string{"tool", "args"}
 	if thought.Required {
 		req = []string{"thought", "tool", "args"}
@@ -49,6 +50,20 @@ func branch(name string, args json.RawMessage, thought ThoughtOptions) ordered {
 		{"required", req},
 		{"additionalProperties", false},
 	}
+}
+
+// grammarArgs is a tool's arguments schema as an action or plan schema
+// embeds it: normalized, so that its $refs need not resolve where it is
+// embedded and every backend's grammar can be built from it. Whatever the
+// normalized schema loosened, the tool's own schema checks (MCP tools
+// before each call, tact serve's step on the reply). A schema that cannot
+// be normalized (not JSON) is embedded as it is.
+func grammarArgs(raw json.RawMessage) json.RawMessage {
+	n, err := NormalizeArgsCached(raw)
+	if err != nil {
+		return raw
+	}
+	return n.Schema
 }
 
 // ordered is a JSON object that keeps its key order (Go maps marshal sorted).

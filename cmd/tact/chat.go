@@ -252,9 +252,9 @@ func (c *chatSession) model(w io.Writer) {
 	if m.Script != "" {
 		name = "script " + m.Script
 	}
-	fmt.Fprintf(w, "backend: %s\n", m.Backend)
+	fmt.Fprintf(w, "backend: %s\n", termCell(m.Backend))
 	if name != "" {
-		fmt.Fprintf(w, "model: %s\n", name)
+		fmt.Fprintf(w, "model: %s\n", termCell(name))
 	}
 	if size := c.window(); size > 0 {
 		fmt.Fprintf(w, "context window: %d tokens\n", size)
@@ -394,7 +394,7 @@ func (c *chatSession) lineTurn(ctx context.Context, query string) error {
 		}
 		// A turn that could not start (its plan failed, the window is too
 		// small) ends only that turn.
-		fmt.Fprintf(c.io.ErrOut, "tact: %s\n", firstLineOf(err.Error()))
+		fmt.Fprintf(c.io.ErrOut, "tact: %s\n", termLine(err.Error()))
 		fmt.Fprintln(c.io.Out)
 		return nil
 	}
@@ -406,7 +406,7 @@ func (c *chatSession) lineTurn(ctx context.Context, query string) error {
 	}
 	fmt.Fprintln(c.io.Out)
 	if res.TerminationReason != react.ReasonSuccess && res.Message != "" {
-		fmt.Fprintf(c.io.ErrOut, "tact: turn %d: %s: %s\n", c.conv.Turns(), res.TerminationReason, res.Message)
+		fmt.Fprintf(c.io.ErrOut, "tact: turn %d: %s: %s\n", c.conv.Turns(), res.TerminationReason, termLine(res.Message))
 	}
 	return nil
 }
@@ -545,7 +545,7 @@ func sessionEnded(ctx context.Context) error {
 func (c *chatSession) showTurn(res *react.Result, err error, rend *render.Renderer) {
 	w := c.io.ErrOut
 	if err != nil {
-		fmt.Fprintf(w, "tact: %s\n\n", firstLineOf(err.Error()))
+		fmt.Fprintf(w, "tact: %s\n\n", termLine(err.Error()))
 		return
 	}
 	switch res.TerminationReason {

@@ -40,7 +40,8 @@ func (d *dryRunSink) Handle(ev react.Event) {
 		if err := ev.Decode("step", &st); err != nil {
 			return
 		}
-		d.write(fmt.Sprintf("dry-run: step %d: %s %s -> %s", st.Iteration, st.Action.Tool, st.Action.Args, dryRunDecision(st)))
+		// The tool and arguments come from the plan or the model.
+		d.write(termCell(fmt.Sprintf("dry-run: step %d: %s %s -> %s", st.Iteration, st.Action.Tool, st.Action.Args, dryRunDecision(st))))
 	}
 }
 

@@ -168,7 +168,7 @@ func tactMain() int {
 		}
 	}
 	if msg := strings.TrimSpace(err.Error()); msg != "" && !errors.Is(err, errSilent) {
-		fmt.Fprintln(streams.ErrOut, "tact: "+firstLineOf(msg))
+		fmt.Fprintln(streams.ErrOut, "tact: "+termLine(msg)) // may quote a server, a file or a model
 	}
 	return code
 }

@@ -96,18 +96,19 @@ func newMCPCmd(s *config.Settings, streams *iostreams) *cobra.Command {
 					}
 				}
 			} else if len(cfg.Servers) == 0 {
-				fmt.Fprintf(&buf, "no MCP servers configured (%s)\n", cfg.Path)
+				fmt.Fprintf(&buf, "no MCP servers configured (%s)\n", termCell(cfg.Path))
 			} else {
 				tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tERROR")
+				// A failed server's error carries its last stderr line.
 				for _, st := range m.Status() {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Name, st.Transport, st.State, st.Tools, st.Error)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", termCell(st.Name), st.Transport, st.State, st.Tools, termCell(st.Error))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
 				}
 			}
-			_, err = streams.Out.Write(red.RedactJSON(buf.Bytes()))
+			_, err = streams.Out.Write(termJSON(red.RedactJSON(buf.Bytes())))
 			return err
 		},
 	}

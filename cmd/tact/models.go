@@ -59,7 +59,7 @@ func newModelsListCmd(s *config.Settings) *cobra.Command {
 			}
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if asJSON {
-				enc := json.NewEncoder(out)
+				enc := json.NewEncoder(termJSONWriter{out}) // names and metadata come from the files
 				enc.SetEscapeHTML(false)
 				for _, in := range infos {
 					if err := enc.Encode(in); err != nil {
@@ -82,18 +82,18 @@ func newModelsListCmd(s *config.Settings) *cobra.Command {
 					if in.Size > 0 {
 						size = fmtFileSize(in.Size)
 					}
-					fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\n", in.Name, size)
+					fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\n", termCell(in.Name), size)
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, in.Architecture, fmtParamCount(in.ParameterCount),
-					dashIfEmpty(in.Quantization), dashIfEmpty(fmtCount(in.ContextLength)), fmtFileSize(in.Size))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termCell(in.Name), termCell(in.Architecture), fmtParamCount(in.ParameterCount),
+					termCell(dashIfEmpty(in.Quantization)), dashIfEmpty(fmtCount(in.ContextLength)), fmtFileSize(in.Size))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			for _, in := range infos {
 				if in.Error != "" {
-					fmt.Fprintf(errOut, "tact: warning: %s\n", in.Error)
+					fmt.Fprintf(errOut, "tact: warning: %s\n", termLine(in.Error))
 				}
 			}
 			return nil
@@ -173,7 +173,7 @@ func writeDetails(w io.Writer, d modelDetails) error {
 		{"context length", dashIfEmpty(fmtCount(d.ContextLength))},
 		{"chat format", format},
 	} {
-		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+		fmt.Fprintf(tw, "%s:\t%s\n", row[0], termCell(row[1])) // read from the model file
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -182,7 +182,7 @@ func writeDetails(w io.Writer, d modelDetails) error {
 		_, err := fmt.Fprintln(w, "chat template: (none)")
 		return err
 	}
-	_, err := fmt.Fprintf(w, "chat template:\n%s\n", text.Indent(strings.TrimRight(d.ChatTemplate, "\n"), "  "))
+	_, err := fmt.Fprintf(w, "chat template:\n%s\n", text.Indent(strings.TrimRight(termText(d.ChatTemplate), "\n"), "  "))
 	return err
 }
 

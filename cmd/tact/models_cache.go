@@ -53,7 +53,7 @@ func newModelsCacheListCmd(s *config.Settings) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
+				enc := json.NewEncoder(termJSONWriter{out}) // keys come from the files
 				enc.SetEscapeHTML(false)
 				for _, e := range entries {
 					if err := enc.Encode(e); err != nil {
@@ -78,10 +78,10 @@ func newModelsCacheListCmd(s *config.Settings) *cobra.Command {
 					name = name[:12]
 				}
 				if e.Key == nil {
-					fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\t%s\n", name, fmtFileSize(e.Size), e.LastUsed.Format(time.DateTime))
+					fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\t%s\n", termCell(name), fmtFileSize(e.Size), e.LastUsed.Format(time.DateTime))
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", name, filepath.Base(e.Key.Model), e.Key.CtxSize, e.Key.KVType,
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", termCell(name), termCell(filepath.Base(e.Key.Model)), e.Key.CtxSize, termCell(e.Key.KVType),
 					e.Tokens, fmtFileSize(e.Size), e.LastUsed.Format(time.DateTime))
 			}
 			if err := tw.Flush(); err != nil {
@@ -91,7 +91,7 @@ func newModelsCacheListCmd(s *config.Settings) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d files, %s in %s\n", len(entries), fmtFileSize(total), dir)
 				for _, e := range entries {
 					if e.Error != "" {
-						fmt.Fprintf(cmd.ErrOrStderr(), "tact: warning: %s: %s\n", e.Path, e.Error)
+						fmt.Fprintf(cmd.ErrOrStderr(), "tact: warning: %s: %s\n", termCell(e.Path), termLine(e.Error))
 					}
 				}
 			}

@@ -78,7 +78,7 @@ func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime run
 	if res.TerminationReason != react.ReasonSuccess {
 		// With --json too: stdout holds the object, stderr the one line.
 		if res.Message != "" {
-			fmt.Fprintf(ios.ErrOut, "tact: %s: %s\n", res.TerminationReason, res.Message)
+			fmt.Fprintf(ios.ErrOut, "tact: %s: %s\n", res.TerminationReason, termLine(res.Message))
 		}
 		return &exitError{Code: res.ExitCode(), Err: errSilent}
 	}

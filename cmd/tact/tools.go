@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -53,7 +52,7 @@ func newToolsCmd(s *config.Settings, streams *iostreams) *cobra.Command {
 						return err
 					}
 				}
-				_, err := streams.Out.Write(red.RedactJSON(out.Bytes()))
+				_, err := streams.Out.Write(termJSON(red.RedactJSON(out.Bytes())))
 				return err
 			}
 			tw := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
@@ -64,16 +63,18 @@ func newToolsCmd(s *config.Settings, streams *iostreams) *cobra.Command {
 			} else {
 				fmt.Fprintln(tw, "TOOL\tCLASS\tDESCRIPTION")
 			}
+			// Names, servers and descriptions may come from MCP servers:
+			// every cell is sanitized (termsafe.go).
 			for _, t := range reg.List() {
-				desc := strings.Join(strings.Fields(t.Description()), " ")
+				name, desc := termCell(t.Name()), termCell(t.Description())
 				if hasMCP {
 					srv := serverOf(t)
 					if srv == "" {
 						srv = "-"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name(), t.Class(), srv, desc)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, t.Class(), termCell(srv), desc)
 				} else {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name(), t.Class(), desc)
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", name, t.Class(), desc)
 				}
 			}
 			if err := tw.Flush(); err != nil {
@@ -83,7 +84,7 @@ func newToolsCmd(s *config.Settings, streams *iostreams) *cobra.Command {
 			for _, t := range reg.List() {
 				var b bytes.Buffer
 				_ = json.Compact(&b, t.Schema())
-				fmt.Fprintf(&out, "  %s: %s\n", t.Name(), b.String())
+				fmt.Fprintf(&out, "  %s: %s\n", termCell(t.Name()), termJSON(b.Bytes()))
 			}
 			_, err = streams.Out.Write([]byte(red.Redact(out.String())))
 			return err

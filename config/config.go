@@ -114,6 +114,7 @@ type Settings struct {
 	MaxBody       ByteSize      `envconfig:"TACT_MAX_BODY" flag:"max-body" default:"1MiB" desc:"tact serve: largest request body (413 beyond): bytes, or a number with a unit (64KiB, 2MB), 1 byte to 1GiB"`
 	Queue         int           `envconfig:"TACT_QUEUE" flag:"queue" default:"64" desc:"tact serve: requests that may wait for a free sequence while --parallel run (429 beyond)"`
 	ShutdownGrace time.Duration `envconfig:"TACT_SHUTDOWN_GRACE" flag:"shutdown-grace" default:"10s" desc:"tact serve: on SIGTERM or SIGINT, how long in-flight requests may finish before they are cancelled"`
+	WriteTimeout  time.Duration `envconfig:"TACT_WRITE_TIMEOUT" flag:"write-timeout" default:"10s" desc:"tact serve: how long one write of an answer (up to 32KiB) may wait for a client that does not read; then the connection is closed and the request cancelled (0: none)"`
 }
 
 // Limits of the numeric settings (see Validate).
@@ -506,6 +507,8 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		return between(s.Queue, 0, MaxQueue)
 	case "ShutdownGrace":
 		return duration(s.ShutdownGrace)
+	case "WriteTimeout":
+		return duration(s.WriteTimeout)
 	case "Env":
 		for _, kv := range s.Env {
 			if i := strings.IndexByte(kv, '='); i <= 0 {

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,11 @@ type Config struct {
 	Parallel, Queue int
 	// RequestTimeout bounds one request, queueing included (504); 0: none.
 	RequestTimeout time.Duration
+	// WriteTimeout bounds each write to a client (of at most writeChunk
+	// bytes): a client that stops reading is cut when a write blocks
+	// that long, and its request cancelled, so it cannot hold a
+	// sequence; 0: none.
+	WriteTimeout time.Duration
 	// ShutdownGrace is how long in-flight requests may take to finish once
 	// Serve's context ends; then they are cancelled.
 	ShutdownGrace time.Duration
@@ -93,6 +99,8 @@ func New(rt *agent.Runtime, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("--parallel %d: must be at least 1", cfg.Parallel)
 	case cfg.Queue < 0:
 		return nil, fmt.Errorf("--queue %d: must not be negative", cfg.Queue)
+	case cfg.WriteTimeout < 0:
+		return nil, fmt.Errorf("--write-timeout %s: must not be negative", cfg.WriteTimeout)
 	}
 	s := &Server{rt: rt, cfg: cfg, log: cfg.Log, adm: newAdmission(cfg.Parallel, cfg.Queue), mux: http.NewServeMux()}
 	if s.log == nil {
@@ -124,16 +132,53 @@ func info(r *http.Request) *reqInfo {
 	return &reqInfo{}
 }
 
-// statusWriter remembers the status sent.
+// writeChunk is the most one write to a client may carry: a large
+// answer goes out in pieces, each with its own deadline, so the write
+// timeout bounds a stall, not how long a slow link takes for the whole.
+const writeChunk = 32 << 10
+
+// statusWriter remembers the status sent and bounds every write to the
+// client by the write timeout. A write that fails (the deadline passed,
+// the client left) cancels the request, whose run then ends, and is
+// remembered: later writes fail at once, and net/http closes the
+// connection once the handler returns.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	rc      *http.ResponseController
+	timeout time.Duration
+	cut     func() // cancels the request
+	status  int
+	werr    error
 }
 
+func newStatusWriter(w http.ResponseWriter, timeout time.Duration, cut func()) *statusWriter {
+	return &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout, cut: cut}
+}
+
+// arm gives the next write to the client the write timeout. Deadlines
+// are absolute, so each write needs its own; the connection may not
+// support them (a test's recorder), which only leaves writes unbounded.
+func (w *statusWriter) arm() {
+	if w.timeout > 0 {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
+}
+
+func (w *statusWriter) failed(err error) error {
+	if w.werr == nil {
+		w.werr = err
+		w.cut()
+	}
+	return err
+}
+
+// WriteHeader arms too: net/http may send the header only after the
+// handler returns, under the last deadline set.
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	w.arm()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -141,11 +186,45 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	if w.werr != nil {
+		return 0, w.werr
+	}
+	n := 0
+	for len(b) > 0 {
+		w.arm()
+		m, err := w.ResponseWriter.Write(b[:min(len(b), writeChunk)])
+		n += m
+		if err != nil {
+			return n, w.failed(err)
+		}
+		b = b[m:]
+	}
+	return n, nil
 }
 
-// Unwrap lets http.ResponseController flush the stream.
+// FlushError is what http.ResponseController.Flush calls: the flush is a
+// write to the client as well.
+func (w *statusWriter) FlushError() error {
+	if w.werr != nil {
+		return w.werr
+	}
+	w.arm()
+	if err := w.rc.Flush(); err != nil {
+		return w.failed(err)
+	}
+	return nil
+}
+
+// Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeFailure says, for the log, why an answer did not reach its client.
+func (s *Server) writeFailure(err error) string {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Sprintf("the client did not read the answer: a write blocked for --write-timeout %s; the connection was closed and the request cancelled", s.cfg.WriteTimeout)
+	}
+	return "the client went away while the answer was written: " + err.Error()
+}
 
 // statusClientGone is logged and counted for a request whose client went
 // away before the answer (nginx's convention; nothing is sent).
@@ -156,8 +235,10 @@ const statusClientGone = 499
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ri := &reqInfo{}
-	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
-	sw := &statusWriter{ResponseWriter: w}
+	ctx, cut := context.WithCancel(context.WithValue(r.Context(), infoKey{}, ri))
+	defer cut()
+	r = r.WithContext(ctx)
+	sw := newStatusWriter(w, s.cfg.WriteTimeout, cut)
 	if s.cfg.Token != "" && !s.authorized(r) {
 		sw.Header().Set("WWW-Authenticate", `Bearer realm="tact"`)
 		s.fail(sw, r, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN)")
@@ -167,6 +248,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status := sw.status
 	if status == 0 {
 		status = statusClientGone
+	}
+	if sw.werr != nil {
+		// The answer did not arrive: counted as a client gone, whatever
+		// status its header had.
+		status = statusClientGone
+		ri.err = strings.TrimPrefix(ri.err+"; "+s.writeFailure(sw.werr), "; ")
 	}
 	endpoint := r.Pattern
 	if i := strings.IndexByte(endpoint, ' '); i >= 0 {
@@ -224,12 +311,25 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// contentTypeError says which header to send instead of mt. A form or
+// text body is refused even when it holds JSON: those are the types a web
+// page may post to any site without a CORS preflight, so accepting them
+// would widen what a page the user opens can send to a loopback server.
+func contentTypeError(mt string) string {
+	msg := fmt.Sprintf("Content-Type %q: the body must be JSON sent with the header \"Content-Type: application/json\"", mt)
+	if strings.EqualFold(mt, "application/x-www-form-urlencoded") {
+		// What curl -d sends unless told otherwise.
+		msg += " (with curl: -H 'Content-Type: application/json' -d BODY, or --json BODY)"
+	}
+	return msg
+}
+
 // readBody reads a JSON body of at most MaxBody bytes; on failure it has
 // answered (413, 415, 400) and returns nil.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) []byte {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
-			s.fail(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: want application/json", mt))
+			s.fail(w, r, http.StatusUnsupportedMediaType, contentTypeError(strings.TrimSpace(mt)))
 			return nil
 		}
 	}
@@ -354,8 +454,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// statusWriter gives each write of a handler its deadline; this
+		// one bounds the writes net/http makes before it (100 Continue,
+		// its own error answers). net/http clears deadlines between the
+		// requests of a connection.
+		WriteTimeout: s.cfg.WriteTimeout,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -345,7 +345,11 @@ func TestStepBadRequests(t *testing.T) {
 		{"not JSON", `hello`, nil, 400, "request: invalid JSON"},
 		{"empty body", ``, nil, 400, "request: invalid JSON"},
 		{"too large", `{"user_query": "` + strings.Repeat("x", 3000) + `"}`, nil, 413, "at most 2048 (--max-body)"},
-		{"wrong content type", `{"user_query": "q"}`, []string{"Content-Type", "text/plain"}, 415, "want application/json"},
+		{"wrong content type", `{"user_query": "q"}`, []string{"Content-Type", "text/plain"}, 415,
+			`Content-Type \"text/plain\": the body must be JSON sent with the header \"Content-Type: application/json\""`},
+		// What curl -d sends: refused, JSON or not, with the header to send.
+		{"form content type", `{"user_query": "q"}`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415,
+			`(with curl: -H 'Content-Type: application/json' -d BODY, or --json BODY)"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.post("/api/agent/react_step", tc.body, tc.header...)

@@ -121,5 +121,6 @@ func addServeFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.Var(&s.MaxBody, "max-body", "largest request body (413 beyond): bytes, or a number with a unit (64KiB, 2MB)")
 	f.IntVar(&s.Queue, "queue", s.Queue, "requests that may wait for a free sequence while --parallel run (429 beyond)")
 	f.DurationVar(&s.ShutdownGrace, "shutdown-grace", s.ShutdownGrace, "on SIGTERM or SIGINT, how long in-flight requests may finish before they are cancelled")
+	f.DurationVar(&s.WriteTimeout, "write-timeout", s.WriteTimeout, "how long one write of an answer (up to 32KiB) may wait for a client that does not read; then the connection is closed and the request cancelled (0: none)")
 	f.IntVar(&s.Parallel, "parallel", s.Parallel, "requests answered at once, each in its own sequence of the model's context (1 to 64)")
 }

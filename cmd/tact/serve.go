@@ -87,7 +87,7 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 	}
 	log := slog.New(slog.NewJSONHandler(o.IO.ErrOut, &slog.HandlerOptions{Level: level}))
 	srv, err := server.New(rt, server.Config{Token: token, MaxBody: int64(s.MaxBody), Parallel: s.Parallel, Queue: s.Queue,
-		RequestTimeout: s.RequestTimeout, ShutdownGrace: s.ShutdownGrace, Log: log})
+		RequestTimeout: s.RequestTimeout, WriteTimeout: s.WriteTimeout, ShutdownGrace: s.ShutdownGrace, Log: log})
 	if err != nil {
 		return badInput(err)
 	}

@@ -116,7 +116,7 @@ func startHostile(t *testing.T, maxSize int, entry string) (*Manager, *logBuf) {
 // "stopped" with its broken pipe as the reason. The server is restarted
 // once, as after a death, and a later call goes through.
 func TestRefusedMessages(t *testing.T) {
-	for _, transport := range []string{"stdio", "http"} {
+	for _, transport := range []string{"stdio", "http", "http-json"} {
 		for _, tc := range []struct {
 			name, args, want string
 			maxSize          int
@@ -127,8 +127,12 @@ func TestRefusedMessages(t *testing.T) {
 		} {
 			t.Run(transport+"/"+tc.name, func(t *testing.T) {
 				entry := stdioEntry(t, "", "-hostile")
-				if transport == "http" {
+				switch transport {
+				case "http": // answers as SSE streams
 					q, _ := json.Marshal(startHTTPServer(t, "-hostile"))
+					entry = `{"url": ` + string(q) + `}`
+				case "http-json": // answers as application/json bodies
+					q, _ := json.Marshal(startHTTPServer(t, "-hostile", "-json-response"))
 					entry = `{"url": ` + string(q) + `}`
 				}
 				m, log := startHostile(t, tc.maxSize, entry)
@@ -161,11 +165,15 @@ func TestRefusedMessages(t *testing.T) {
 
 // A tools/list page nested too deep fails the start with tact's reason.
 func TestRefusedAtStart(t *testing.T) {
-	for _, transport := range []string{"stdio", "http"} {
+	for _, transport := range []string{"stdio", "http", "http-json"} {
 		t.Run(transport, func(t *testing.T) {
 			entry := stdioEntry(t, "", "-deep-schema", "100")
-			if transport == "http" {
-				q, _ := json.Marshal(startHTTPServer(t, "-deep-schema", "100"))
+			if transport != "stdio" {
+				args := []string{"-deep-schema", "100"}
+				if transport == "http-json" {
+					args = append(args, "-json-response")
+				}
+				q, _ := json.Marshal(startHTTPServer(t, args...))
 				entry = `{"url": ` + string(q) + `}`
 			}
 			m, log := startHostile(t, 0, entry)

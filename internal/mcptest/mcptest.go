@@ -53,6 +53,7 @@ func Args(v string) []string {
 //	-fail-start      print "boom" on stderr and exit 1 at once
 //	-hostile         add the tools of a server tact must not trust (see Hostile)
 //	-deep-schema N   add a tool "deep_schema" whose input schema nests N levels
+//	-json-response   over HTTP, answer with application/json bodies, not SSE streams
 func Main(args []string) int {
 	fs := flag.NewFlagSet("mcptest", flag.ContinueOnError)
 	httpMode := fs.Bool("http", false, "")
@@ -67,6 +68,7 @@ func Main(args []string) int {
 	failStart := fs.Bool("fail-start", false, "")
 	hostile := fs.Bool("hostile", false, "")
 	deepSchema := fs.Int("deep-schema", 0, "")
+	jsonResponse := fs.Bool("json-response", false, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -110,7 +112,7 @@ func Main(args []string) int {
 	}
 	// An event store makes streams resumable (Last-Event-ID), for "resume".
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server },
-		&sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil)})
+		&sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), JSONResponse: *jsonResponse})
 	if *requireHeader != "" {
 		name, value, _ := strings.Cut(*requireHeader, "=")
 		inner := h

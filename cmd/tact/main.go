@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/internal/outfile"
 	"github.com/tactcli/tact/internal/text"
 	"golang.org/x/term"
 )
@@ -36,17 +37,22 @@ type iostreams struct {
 }
 
 func systemStreams() *iostreams {
-	return &iostreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, StderrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
+	// A write to a closed pipe (tact ... | head -1) returns EPIPE instead
+	// of killing tact with SIGPIPE, so it ends like any failed output.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	return &iostreams{In: os.Stdin, Out: outfile.New(os.Stdout, "standard output", nil), ErrOut: os.Stderr,
+		StderrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
 }
 
 // signalExitAfter bounds how long tact lives after the first SIGINT or
 // SIGTERM: the run's own way out (the model stops between tokens; a
-// command's process group gets SIGTERM, SIGKILL after the 0.5 s kill grace,
-// a sandbox helper 1 s more; the termination event) normally ends it well
-// within. What is still blocked then (a read no cancellation reaches, a
-// stuck open, an MCP server slow to go) is not waited for: the watchdog
-// ends every command and server still running and exits 130/143.
-const signalExitAfter = exec.DefaultKillGrace + 2*time.Second
+// command's process group gets SIGTERM, SIGKILL after the 0.5 s kill grace;
+// the termination event) normally ends it well within. What is still
+// blocked then (a read no cancellation reaches, a stuck open, an MCP server
+// slow to go, a command's clean-up past its grace) is not waited for: the
+// watchdog kills every command and server still running and exits 130/143,
+// so a signal always ends tact within a second.
+const signalExitAfter = time.Second
 
 // signalGrace is extra time the watchdog allows on top of signalExitAfter:
 // tact serve's --shutdown-grace, during which requests may finish.
@@ -149,7 +155,19 @@ func tactMain() int {
 	// The runtime, if the command opened one, ends before tact prints its
 	// last line: the trace is complete and the MCP servers are gone.
 	if cerr := f.Close(); cerr != nil {
-		slog.Error("closing", "err", cerr)
+		if errors.As(cerr, new(*outfile.Error)) {
+			err = cerr // the trace: warned of when it happened; the code says it too
+		} else {
+			slog.Error("closing", "err", cerr)
+		}
+	}
+	// Output that was not written wins over any other outcome: a script
+	// must not take a cut answer or result stream for a whole one.
+	if oerr := outputError(streams.Out); oerr != nil && !errors.As(err, new(*outfile.Error)) {
+		err = oerr
+	}
+	if errors.As(err, new(*outfile.Error)) {
+		err = &exitError{Code: exitOutput, Err: err}
 	}
 	if err == nil {
 		return 0

@@ -873,7 +873,24 @@ func (n *normalizer) emit(x *norm) *object {
 			n.loose("minimum/maximum") // llama.cpp bounds integers only
 		}
 	}
+	if !grammarKnown(o) {
+		// Untyped, and nothing left that llama.cpp builds from (say
+		// "additionalProperties": true alone): any value.
+		o.set("type", anyTypes)
+	}
 	return o
+}
+
+// grammarKnown: llama.cpp's converter builds a rule from o (it fails on
+// a schema with none of these).
+func grammarKnown(o *object) bool {
+	for _, k := range []string{"type", "const", "enum", "anyOf", "properties", "items"} {
+		if _, ok := o.vals[k]; ok {
+			return true
+		}
+	}
+	a, ok := o.vals["additionalProperties"]
+	return ok && a != true
 }
 
 func (n *normalizer) emitObject(o *object, x *norm, root bool) {

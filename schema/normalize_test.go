@@ -25,10 +25,13 @@ func grammarShaped(v any, at string) error {
 		}
 	}
 	known := false
-	for _, k := range []string{"type", "const", "enum", "anyOf", "properties", "additionalProperties", "items"} {
+	for _, k := range []string{"type", "const", "enum", "anyOf", "properties", "items"} {
 		if _, ok := m[k]; ok {
 			known = true
 		}
+	}
+	if a, ok := m["additionalProperties"]; ok && a != true {
+		known = true
 	}
 	if !known {
 		return fmt.Errorf("%s: nothing a grammar is built from: %v", at, m)

@@ -795,9 +795,9 @@ func (b *Backend) grammar(schema []byte) (*grammarSampler, error) {
 		delete(b.grammars, oldest)
 	}
 	var e grammarEntry
-	if gbnf := llama.SchemaToGrammar(schema); gbnf == nil {
-		e.err = fmt.Errorf("llama backend: schema cannot be compiled to a grammar (invalid JSON Schema or unsupported keywords): %.80s", schema)
-	} else if e.g = newGrammarSampler(b.model, string(gbnf)); e.g == nil {
+	if gbnf, err := schemaGBNF(schema); err != nil {
+		e.err = fmt.Errorf("llama backend: schema cannot be compiled to a grammar: %v: %.80s", err, schema)
+	} else if e.g = newGrammarSampler(b.model, gbnf); e.g == nil {
 		e.err = fmt.Errorf("llama backend: llama.cpp cannot parse the grammar of schema %.80s", schema)
 	}
 	b.grammarUse++

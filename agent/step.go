@@ -141,7 +141,8 @@ func StepRequestSchema() json.RawMessage { return stepSchemaJSON }
 // DecodeStepRequest parses and checks a request body. Every problem is an
 // ErrBadInput error naming the field ("conversation_history[2].role:
 // unknown role \"tool\" ..."); unknown fields are errors. Messages never
-// show the request's user_api_keys.
+// show the request's user_api_keys. Tools' schemas are only bounded here
+// (schema.CheckSize): Step compiles them, once the request is admitted.
 func DecodeStepRequest(body []byte) (*StepRequest, error) {
 	v, err := stepValidator()
 	if err != nil {
@@ -236,6 +237,11 @@ func (req *StepRequest) check() error {
 		}
 		seen[t.Name] = true
 		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+			// Bounded on its bytes before anything builds a tree of it;
+			// compiling it and its grammar wait for admission (Step).
+			if err := schema.CheckSize(t.Parameters); err != nil {
+				return fmt.Errorf("%s.parameters: %v", at, err)
+			}
 			var m map[string]any
 			if err := json.Unmarshal(t.Parameters, &m); err != nil {
 				return fmt.Errorf("%s.parameters: %v", at, err)
@@ -243,10 +249,39 @@ func (req *StepRequest) check() error {
 			if typ, ok := m["type"]; ok && typ != "object" {
 				return fmt.Errorf("%s.parameters: the arguments must be an object (\"type\": \"object\"), not %v", at, typ)
 			}
-			if _, err := schema.Compile(t.Parameters); err != nil {
-				return fmt.Errorf("%s.parameters: %v", at, err)
-			}
 		}
+	}
+	return nil
+}
+
+// maxToolNodes bounds the subschemas of a request's tools once their
+// $refs are inlined for the grammar (each tool's expansion is bounded
+// too, by schema.Normalize): the reply's schema and grammar are built
+// from them on every step.
+const maxToolNodes = 32768
+
+// compileTools compiles the client's tool schemas and normalizes them
+// for the grammar: the costly part of checking a request, so it runs once
+// the request holds a sequence (Step), not while decoding. A schema that
+// does not compile, or tools too large together, are ErrBadInput.
+func (c *stepCall) compileTools() error {
+	c.validators = map[string]*schema.Validator{}
+	nodes := 0
+	for i, t := range c.req.Tools {
+		at := fmt.Sprintf("tools[%d].parameters", i)
+		v, err := schema.Compile(t.schema())
+		if err != nil {
+			return badInputf("%s: %s", at, c.redact(text.OneLine(err.Error())))
+		}
+		n, err := schema.NormalizeArgsCached(t.schema())
+		if err != nil {
+			return badInputf("%s: %s", at, c.redact(err.Error()))
+		}
+		c.validators[t.Name] = v
+		nodes += n.Nodes
+	}
+	if nodes > maxToolNodes {
+		return badInputf("tools: the tools' schemas come to %d subschemas once their $refs are expanded, at most %d: send fewer or smaller tools", nodes, maxToolNodes)
 	}
 	return nil
 }
@@ -270,6 +305,9 @@ type stepCall struct {
 	prose   bool // no tools: the prose form
 	sigs    Signatures
 	thought schema.ThoughtOptions
+	// validators check a tool's arguments against its whole schema: the
+	// reply's schema holds the normalized ones, which may allow more.
+	validators map[string]*schema.Validator
 }
 
 // Step answers one step. A reply the model got wrong, or a failed model
@@ -290,6 +328,9 @@ func (rt *Runtime) Step(ctx context.Context, req *StepRequest) (*StepResponse, e
 	}
 	if c.prose {
 		c.sigs = ParseSignatures(req.ToolsPrompt)
+	}
+	if err := c.compileTools(); err != nil {
+		return nil, err
 	}
 	now := time.Now().UTC()
 	resp := &StepResponse{SessionID: req.SessionID, Status: StepError, IterationsRemaining: c.left}
@@ -361,6 +402,12 @@ func (c *stepCall) answer(resp *StepResponse, reply string, sch json.RawMessage,
 			return
 		}
 		thought, tool, args = act.Thought, act.Tool, act.Args
+		if v := c.validators[tool]; v != nil {
+			if _, err := v.ValidateJSON(args); err != nil {
+				resp.Error = c.redact(fmt.Sprintf("the model's reply is not a valid action: arguments for %s: %v", tool, err))
+				return
+			}
+		}
 		if tool == exec.FinalAnswer {
 			var a struct {
 				Answer string `json:"answer"`
@@ -483,6 +530,9 @@ func (c *stepCall) messages(ctx context.Context, history []StepTurn) ([]llm.Mess
 	if n+reply <= window {
 		return msgs, nil
 	}
+	if err := c.toolsFit(counter, next, reply, window, what); err != nil {
+		return nil, err
+	}
 	if ctxMsg != nil {
 		// As the document says of context building failures: fall back to
 		// the minimal context.
@@ -499,24 +549,66 @@ func (c *stepCall) messages(ctx context.Context, history []StepTurn) ([]llm.Mess
 		n, reply, what, window)}
 }
 
-func (c *stepCall) systemPrompt() string {
+// toolsFit is an ErrContextTooSmall error naming the tools when the
+// prompt without any conversation or context (the system prompt with the
+// tools, and the last message) leaves the reply no room, though it would
+// without the tools: no conversation can then fit, and the tools are what
+// to cut.
+func (c *stepCall) toolsFit(counter llm.Counter, next llm.Message, reply, window int, what string) error {
+	if len(c.req.Tools) == 0 && strings.TrimSpace(c.req.ToolsPrompt) == "" {
+		return nil
+	}
+	prompt := func(system string) int {
+		return counter.Prompt([]llm.Message{{Role: llm.RoleSystem, Content: c.redact(system)}, {Role: next.Role, Content: c.redact(next.Content)}})
+	}
+	with := prompt(c.systemPrompt())
+	if with+reply <= window {
+		return nil
+	}
+	without := prompt(c.systemPromptWith(false))
+	if without+reply > window {
+		return nil // the window is too small whatever the tools: said as for a conversation
+	}
+	field := "tools"
+	switch {
+	case len(c.req.Tools) == 0:
+		field = "available_tools_prompt_segment"
+	case strings.TrimSpace(c.req.ToolsPrompt) != "":
+		field = "tools and available_tools_prompt_segment"
+	}
+	return &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf(
+		"%s: the tools take %d tokens of the prompt (%d with the system prompt) and the reply needs room for %d, but %s holds %d: send fewer tools, or shorter descriptions and schemas",
+		field, with-without, with, reply, what, window)}
+}
+
+func (c *stepCall) systemPrompt() string { return c.systemPromptWith(true) }
+
+// systemPromptWith is the system prompt, with the client's tools or
+// without them (to count what they take).
+func (c *stepCall) systemPromptWith(tools bool) string {
 	tp := c.rt.S.ThoughtPrompt
 	if tp == "" {
 		tp = prompt.DefaultThoughtPrompt
 	}
-	data := map[string]any{"Segment": strings.TrimSpace(c.req.ToolsPrompt), "ThoughtPrompt": tp,
+	data := map[string]any{"Segment": "", "ThoughtPrompt": tp,
 		"RequireThought": c.thought.Required, "MinThought": c.thought.MinLength}
+	if tools {
+		data["Segment"] = strings.TrimSpace(c.req.ToolsPrompt)
+	}
 	if !c.prose {
-		tools := []prompt.Tool{}
+		list := []prompt.Tool{}
 		for _, t := range planner.PromptTools([]exec.Tool{exec.FinalAnswerTool{}}) {
-			tools = append(tools, t)
+			list = append(list, t)
 		}
 		for _, t := range c.req.Tools {
+			if !tools {
+				break
+			}
 			var compact bytes.Buffer
 			_ = json.Compact(&compact, t.schema())
-			tools = append(tools, prompt.Tool{Name: t.Name, Description: text.OneLine(t.Description), Schema: compact.String()})
+			list = append(list, prompt.Tool{Name: t.Name, Description: text.OneLine(t.Description), Schema: compact.String()})
 		}
-		data["Tools"] = tools
+		data["Tools"] = list
 	}
 	return prompt.Render("step_system", data)
 }

@@ -103,7 +103,8 @@ func TestDecodeStepRequestErrors(t *testing.T) {
 		{"bad tool name", `{"user_query": "q", "tools": [{"name": "rm -rf"}]}`, `tools[0].name: "rm -rf" is not a tool name`},
 		{"tool twice", `{"user_query": "q", "tools": [{"name": "a"}, {"name": "a"}]}`, `tools[1].name: "a" is given twice`},
 		{"parameters not an object schema", `{"user_query": "q", "tools": [{"name": "a", "parameters": {"type": "string"}}]}`, `tools[0].parameters: the arguments must be an object`},
-		{"parameters do not compile", `{"user_query": "q", "tools": [{"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": 7}}}}]}`, `tools[0].parameters: schema:`},
+		{"parameters nest too deep", `{"user_query": "q", "tools": [{"name": "a", "parameters": ` + nestedSchema(2500) + `}]}`, `tools[0].parameters: the schema nests 5001 levels deep, at most 64`},
+		{"parameters too big", `{"user_query": "q", "tools": [{"name": "a", "parameters": {"type": "object", "description": "` + strings.Repeat("x", schema.MaxToolSchemaBytes) + `"}}]}`, `tools[0].parameters: the schema takes 65573 bytes, at most 65536`},
 		{"several problems", `{"a": 1, "b": 2, "c": 3, "d": 4}`, "a: unknown field; b: unknown field; c: unknown field; and 1 more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,6 +121,81 @@ func TestDecodeStepRequestErrors(t *testing.T) {
 	}
 	_, err = DecodeStepRequest([]byte(`{"user_api_keys": {"llmKey": "sk-live-123456"}, "user_query": "q", "conversation_history": [{"role": "sk-live-123456", "content": 1}]}`))
 	if err == nil || strings.Contains(err.Error(), "sk-live-123456") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// nestedSchema is an object schema nesting n objects (2n+1 levels of JSON).
+func nestedSchema(n int) string {
+	return strings.Repeat(`{"type":"object","properties":{"a":`, n) + `{"type":"string"}` + strings.Repeat(`}}`, n)
+}
+
+// Client tool schemas are compiled after decoding (in Step, once the
+// request holds a sequence): one that does not compile is a bad-input
+// error naming the tool; one just under the limits is answered.
+func TestStepToolSchemaChecks(t *testing.T) {
+	rt, _ := stepRuntime(t, nil, `{"thought":"answer from what is known","tool":"final_answer","args":{"answer":"ok"}}`)
+	req := decode(t, `{"user_query": "q", "tools": [{"name": "a"}, {"name": "b", "parameters": {"type": "object", "properties": {"x": {"type": 7}}}}]}`)
+	if _, err := rt.Step(context.Background(), req); KindOf(err) != ErrBadInput || !strings.HasPrefix(err.Error(), "tools[1].parameters: schema:") {
+		t.Fatalf("err = %v", err)
+	}
+	under := nestedSchema(schema.MaxToolSchemaDepth/2 - 1)
+	resp, err := rt.Step(context.Background(), decode(t, `{"user_query": "q", "tools": [{"name": "deep", "parameters": `+under+`}]}`))
+	if err != nil || resp.Status != StepDirectResponse {
+		t.Fatalf("%+v %v", resp, err)
+	}
+}
+
+// Tool schemas as clients write them: a pydantic $ref, a property with
+// only a description. The reply's schema holds them normalized (no $ref
+// left to dangle once embedded), actions valid for them are proposed, and
+// arguments are checked against the client's whole schema, whatever the
+// grammar's schema loosened.
+func TestStepRealWorldToolSchemas(t *testing.T) {
+	const refTool = `{"name": "where", "parameters": {"$defs": {"W": {"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Z]"}}, "required": ["city"]}}, "type": "object", "properties": {"w": {"$ref": "#/$defs/W"}}, "required": ["w"]}}`
+	const anyTool = `{"name": "set", "parameters": {"type": "object", "properties": {"value": {"description": "any value"}}, "required": ["value"]}}`
+	for _, tc := range []struct {
+		name, reply, status, err string
+	}{
+		{"ref", `{"thought":"look the city up first","tool":"where","args":{"w":{"city":"Paris"}}}`, StepActionProposed, ""},
+		{"described only", `{"thought":"set the value as asked","tool":"set","args":{"value":{"any":[1,"x"]}}}`, StepActionProposed, ""},
+		{"against the whole schema", `{"thought":"look the city up first","tool":"where","args":{"w":{"city":"paris"}}}`, StepError, "arguments for where: at /w/city"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, rec := stepRuntime(t, nil, tc.reply)
+			resp, err := rt.Step(context.Background(), decode(t, `{"user_query": "q", "tools": [`+refTool+`, `+anyTool+`]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Status != tc.status || !strings.Contains(resp.Error, tc.err) {
+				t.Fatalf("%+v", resp)
+			}
+			sch := rec.last().Schema
+			if strings.Contains(string(sch), "$ref") || strings.Contains(string(sch), "$defs") {
+				t.Fatalf("the reply's schema keeps a $ref: %s", sch)
+			}
+			if _, err := schema.Compile(sch); err != nil {
+				t.Fatal(err)
+			}
+			// The prompt shows the client's own schema.
+			if !strings.Contains(rec.last().Messages[0].Content, `"$ref":"#/$defs/W"`) {
+				t.Fatalf("system prompt: %s", rec.last().Messages[0].Content)
+			}
+		})
+	}
+}
+
+// Tools too large for the window are named as such, not blamed on the
+// conversation.
+func TestStepToolsTooLarge(t *testing.T) {
+	rt, _ := stepRuntime(t, func(s *config.Settings) { s.MaxTokens = 50 })
+	big := `{"name": "big", "description": "` + strings.Repeat("a long description ", 200) + `", "parameters": {"type": "object"}}`
+	_, err := rt.Step(context.Background(), decode(t, `{"user_query": "q", "tools": [`+big+`], "llm_config": {"tokenLimit": 800}}`))
+	if KindOf(err) != ErrContextTooSmall || !strings.HasPrefix(err.Error(), "tools: the tools take ") || !strings.Contains(err.Error(), "but llm_config.tokenLimit holds 800") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = rt.Step(context.Background(), decode(t, `{"user_query": "q", "available_tools_prompt_segment": "`+strings.Repeat("tool(x): does a thing. ", 200)+`", "llm_config": {"tokenLimit": 800}}`))
+	if KindOf(err) != ErrContextTooSmall || !strings.HasPrefix(err.Error(), "available_tools_prompt_segment: the tools take ") {
 		t.Fatalf("err = %v", err)
 	}
 }

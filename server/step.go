@@ -13,6 +13,8 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request) {
 	if body == nil {
 		return
 	}
+	// Decoding bounds the tools' schemas on their bytes; compiling them and
+	// their grammar (the costly part) happens in Step, once admitted.
 	req, err := agent.DecodeStepRequest(body)
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, err.Error())

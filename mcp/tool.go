@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -225,22 +224,11 @@ func capText(s string, n int) string {
 	return s[:text.RuneStart(s, n)] + "…"
 }
 
-// grammarKeywords are the JSON Schema keywords the llama.cpp grammar
-// converter honours (or that only annotate); any other keyword is left out
-// of the schema the grammar is built from and checked by validation only.
-var grammarKeywords = map[string]bool{
-	"type": true, "properties": true, "required": true, "additionalProperties": true, "items": true,
-	"enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true,
-	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
-	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true, "format": true,
-	"description": true, "title": true, "default": true, "examples": true, "$comment": true,
-	"deprecated": true, "readOnly": true, "writeOnly": true,
-}
-
 // toolSchema checks a server's inputSchema: it must be a valid JSON Schema
-// of an object. grammar is the schema without "$schema" and without the
-// keywords the grammar cannot express (named in dropped); full is the
-// validator of the whole schema when something was dropped, else nil.
+// of an object. grammar is its normalized copy (schema.NormalizeArgs:
+// $refs inlined, what the grammar cannot express left out and named in
+// dropped); full is the validator of the whole schema when something was
+// dropped, else nil.
 func toolSchema(in any) (grammar json.RawMessage, full *schema.Validator, dropped []string, err error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -257,78 +245,12 @@ func toolSchema(in any) (grammar json.RawMessage, full *schema.Validator, droppe
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	delete(doc, "$schema")
-	doc["type"] = "object"
-	kept := map[string]bool{}
-	loose := loosen(doc, kept).(map[string]any)
-	if len(kept) > 0 {
-		full = v
-		for k := range kept {
-			dropped = append(dropped, k)
-		}
-		sort.Strings(dropped)
-	}
-	grammar, err = json.Marshal(loose)
+	n, err := schema.NormalizeArgs(raw)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if _, err := schema.Compile(grammar); err != nil {
-		return nil, nil, nil, fmt.Errorf("without %s: %v", strings.Join(dropped, ","), err)
+	if len(n.Loosened) > 0 {
+		full, dropped = v, n.Loosened
 	}
-	return grammar, full, dropped, nil
-}
-
-// loosen copies a schema keeping only grammarKeywords (recording the
-// others in dropped); a subschema it cannot keep becomes {} (any value).
-func loosen(node any, dropped map[string]bool) any {
-	m, ok := node.(map[string]any)
-	if !ok {
-		if b, isBool := node.(bool); isBool {
-			return b
-		}
-		dropped["(non-object schema)"] = true
-		return map[string]any{}
-	}
-	out := map[string]any{}
-	for k, v := range m {
-		if !grammarKeywords[k] {
-			dropped[k] = true
-			continue
-		}
-		switch k {
-		case "properties":
-			props, ok := v.(map[string]any)
-			if !ok {
-				dropped[k] = true
-				continue
-			}
-			np := map[string]any{}
-			for name, sub := range props {
-				np[name] = loosen(sub, dropped)
-			}
-			out[k] = np
-		case "additionalProperties":
-			out[k] = loosen(v, dropped)
-		case "items":
-			if _, isList := v.([]any); isList {
-				dropped["items (tuple)"] = true
-				continue
-			}
-			out[k] = loosen(v, dropped)
-		case "anyOf", "oneOf", "allOf":
-			list, ok := v.([]any)
-			if !ok {
-				dropped[k] = true
-				continue
-			}
-			nl := make([]any, len(list))
-			for i, sub := range list {
-				nl[i] = loosen(sub, dropped)
-			}
-			out[k] = nl
-		default:
-			out[k] = v
-		}
-	}
-	return out
+	return n.Schema, full, dropped, nil
 }

@@ -268,6 +268,9 @@ type norm struct {
 	maxItems     int
 	lo, hi       bound
 	format       string
+	// desc is the description, kept for prompts that show the schema
+	// (an MCP tool's); the grammar ignores it.
+	desc string
 }
 
 type prop struct {
@@ -591,6 +594,10 @@ func (n *normalizer) walkObject(o *object, base *url.URL, depth int) *norm {
 			if s, ok := v.(string); ok {
 				x.format = s
 			}
+		case "description":
+			if s, ok := v.(string); ok {
+				x.desc = s
+			}
 		case "$dynamicRef", "$recursiveRef":
 			// Their targets depend on the path taken: any value.
 			n.loose(k)
@@ -649,11 +656,17 @@ func (n *normalizer) ref(v any, base *url.URL, depth int) *norm {
 // merge is the schema of values valid for both a and b (allOf), as far as
 // the grammar goes: what cannot be merged is loosened.
 func (n *normalizer) merge(a, b *norm) *norm {
-	if b.isAny() {
-		return a
-	}
-	if a.isAny() {
-		return b
+	if b.isAny() || a.isAny() {
+		x, other := a, b
+		if a.isAny() {
+			x, other = b, a
+		}
+		if x.desc == "" && other.desc != "" {
+			c := *x
+			c.desc = other.desc
+			return &c
+		}
+		return x
 	}
 	n.merges++
 	if a.anyOf != nil || b.anyOf != nil {
@@ -738,6 +751,9 @@ func (n *normalizer) merge(a, b *norm) *norm {
 	if x.format == "" {
 		x.format = b.format
 	}
+	if x.desc == "" {
+		x.desc = b.desc
+	}
 	return &x
 }
 
@@ -780,6 +796,16 @@ func anyObject() *object {
 // handles: every schema has a type, a const, an enum, an anyOf, or
 // properties or items (llama.cpp fails on any other).
 func (n *normalizer) emit(x *norm) *object {
+	o := n.emitNode(x)
+	if x.desc != "" {
+		if _, ok := o.vals["description"]; !ok {
+			o.set("description", x.desc)
+		}
+	}
+	return o
+}
+
+func (n *normalizer) emitNode(x *norm) *object {
 	root := n.atRoot
 	n.atRoot = false
 	n.out++

@@ -116,14 +116,9 @@ func Open(s Spec, path string) (*os.File, error) {
 		}
 		return nil, &Error{What: s.What, Path: path, Err: err}
 	}
-	st, err := f.Stat()
+	st, err := regularOpened(s, path, f)
 	if err != nil {
-		f.Close()
-		return nil, &Error{What: s.What, Path: path, Err: err}
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, &Error{What: s.What, Path: path, Mode: st.Mode(), Err: ErrNotRegular}
+		return nil, err
 	}
 	if s.Max > 0 && st.Size() > s.Max {
 		f.Close()
@@ -221,14 +216,8 @@ func OpenLock(s Spec, path string) (*os.File, error) {
 		}
 		return nil, &Error{What: s.What, Path: path, Err: err}
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, &Error{What: s.What, Path: path, Err: err}
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, &Error{What: s.What, Path: path, Mode: st.Mode(), Err: ErrNotRegular}
+	if _, err := regularOpened(s, path, f); err != nil {
+		return nil, err
 	}
 	if err := setBlocking(f); err != nil {
 		f.Close()
@@ -291,4 +280,20 @@ func setBlocking(f *os.File) error {
 		return err
 	}
 	return serr
+}
+
+// regularOpened checks, on the descriptor, that what was opened is a
+// regular file (a path can be swapped between a check and the open); it
+// closes f when not.
+func regularOpened(s Spec, path string, f *os.File) (fs.FileInfo, error) {
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, &Error{What: s.What, Path: path, Err: err}
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &Error{What: s.What, Path: path, Mode: st.Mode(), Err: ErrNotRegular}
+	}
+	return st, nil
 }

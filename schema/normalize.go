@@ -114,6 +114,15 @@ func normalizeSchema(raw json.RawMessage, args bool) (*Normalized, error) {
 		n.stack = append(n.stack, o)
 	}
 	x := n.walk(doc, root, 0)
+	if n.err != nil {
+		// A reference the validator resolves but this walk does not is
+		// loosened (every schema the validator takes yields a grammar);
+		// one that leads nowhere makes the schema bad.
+		if _, cerr := Compile(raw); cerr != nil {
+			return nil, n.err
+		}
+		n.loose("$ref")
+	}
 	if args {
 		obj := anyNorm()
 		obj.types = []string{"object"}
@@ -214,6 +223,9 @@ type normalizer struct {
 	atRoot    bool // the next schema emitted is the document's root
 	// optionalCost sums the squares of objects' optional properties.
 	optionalCost int
+	// err is a reference that leads nowhere: the validator refuses such a
+	// schema, so it is not a schema to build a grammar from either.
+	err error
 }
 
 func (n *normalizer) loose(what string) { n.loosened[what] = true }

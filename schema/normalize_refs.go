@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -126,15 +127,20 @@ func (n *normalizer) ref(v any, base *url.URL, depth int) *norm {
 		return anyNorm()
 	}
 	u, err := base.Parse(s)
-	if err != nil {
-		n.loose("$ref")
-		return anyNorm()
+	if err == nil {
+		if target, ok := n.resolve(u); ok {
+			return n.inline(target, depth)
+		}
 	}
-	target, ok := n.resolve(u)
-	if !ok {
-		n.loose("$ref")
-		return anyNorm()
+	if n.err == nil {
+		n.err = fmt.Errorf("schema: $ref %q: no such schema in the document", s)
 	}
+	return anyNorm()
+}
+
+// inline walks a reference's target in its place, unless it recurses or
+// nests too deep, or the expansion budget is spent: then "any value".
+func (n *normalizer) inline(target *resource, depth int) *norm {
 	if o, ok := target.node.(*object); ok {
 		seen := 0
 		for _, s := range n.stack {

@@ -255,3 +255,17 @@ func TestCheckSize(t *testing.T) {
 		})
 	}
 }
+
+// A reference that leads nowhere makes the schema bad (the validator
+// refuses it too): an error, not a grammar that allows anything there.
+func TestNormalizeDanglingRef(t *testing.T) {
+	for _, raw := range []string{
+		`{"type":"object","properties":{"a":{"$ref":"#/nowhere"}}}`,
+		`{"$ref":"#/$defs/missing","$defs":{"w":{"type":"string"}}}`,
+		`{"items":{"$ref":"#/items/0"}}`,
+	} {
+		if _, err := Normalize(json.RawMessage(raw)); err == nil || !strings.Contains(err.Error(), "$ref") {
+			t.Errorf("Normalize(%s) = %v, want a $ref error", raw, err)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -230,8 +231,10 @@ func (s *Server) writeFailure(err error) string {
 // away before the answer (nginx's convention; nothing is sent).
 const statusClientGone = 499
 
-// ServeHTTP authenticates, routes, and writes the request's log line and
-// metrics. Headers and bodies are never logged.
+// ServeHTTP refuses requests from web pages (foreign), authenticates,
+// routes, and writes the request's log line and metrics. Bodies and
+// headers are never logged, but for the clipped Host, Origin or
+// Sec-Fetch-Site value a 403 names.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ri := &reqInfo{}
@@ -239,7 +242,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cut()
 	r = r.WithContext(ctx)
 	sw := newStatusWriter(w, s.cfg.WriteTimeout, cut)
-	if s.cfg.Token != "" && !s.authorized(r) {
+	// Before the token and the body: a refused request costs nothing.
+	if why := s.foreign(r); why != "" {
+		s.fail(sw, r, http.StatusForbidden, why)
+	} else if s.cfg.Token != "" && !s.authorized(r) {
 		sw.Header().Set("WWW-Authenticate", `Bearer realm="tact"`)
 		s.fail(sw, r, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN)")
 	} else {
@@ -285,6 +291,60 @@ func (s *Server) authorized(r *http.Request) bool {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[len(prefix):])), []byte(s.cfg.Token)) == 1
+}
+
+// foreign says why r may come from a web page rather than from a
+// program, or "" when it does not. A page the user opens can send
+// requests to a loopback port: a cross-origin fetch with an untyped body
+// needs no CORS preflight, and a page whose DNS name the attacker points
+// at 127.0.0.1 (DNS rebinding) is even same-origin with it. Browsers mark
+// such requests (Origin, Sec-Fetch-Site) and always send the page's own
+// name as Host; programs (curl, SDKs, scripts) send neither header and
+// the name they dialled. Without a token, nothing else stands between a
+// page and the tools, so Host must name loopback too; with one, a page
+// cannot send the token, so Host is left free (a TLS proxy in front may
+// keep the client's Host).
+func (s *Server) foreign(r *http.Request) string {
+	const why = "tact serve answers programs (curl, SDKs, scripts), not web pages, so that a page open in a browser cannot use it"
+	if o := r.Header.Values("Origin"); len(o) > 0 {
+		return fmt.Sprintf("request from a web page (Origin %s): %s", quoteClipped(o[0]), why)
+	}
+	if sf := r.Header.Get("Sec-Fetch-Site"); sf != "" && !strings.EqualFold(sf, "none") {
+		return fmt.Sprintf("request from a web page (Sec-Fetch-Site %s): %s", quoteClipped(sf), why)
+	}
+	if s.cfg.Token == "" && r.Host != "" && !loopbackHost(r.Host) {
+		return fmt.Sprintf("Host %s is not a loopback name or address: without --token-env, tact serve answers only requests addressed to localhost, 127.0.0.0/8 or [::1], so that a web page whose DNS name points at this machine cannot use it", quoteClipped(r.Host))
+	}
+	return ""
+}
+
+// quoteClipped quotes a header value for an error message, cut short:
+// the value is the client's and may be long.
+func quoteClipped(v string) string { return strconv.Quote(text.Clip(v, 100)) }
+
+// loopbackHost reports whether a request's Host (a name or an address,
+// with or without a port) names this machine's loopback: localhost and
+// names under .localhost (RFC 6761: never delegated, so no attacker can
+// point them elsewhere), 127.0.0.0/8, ::1 and ::ffff:127.x.x.x.
+func loopbackHost(h string) bool {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	} else if len(h) > 2 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
+	}
+	// ASCII case only: Unicode folding would take "localhoſt" for a
+	// loopback name.
+	name := strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, strings.TrimSuffix(h, "."))
+	if name == "localhost" || (strings.HasSuffix(name, ".localhost") && len(name) > len(".localhost")) {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Zone() == "" && ip.Unmap().IsLoopback()
 }
 
 // errorBody is every error response: status "error" as a step response

@@ -854,7 +854,7 @@ func TestShutdownRefusesQueued(t *testing.T) {
 		t.Fatalf("the queued request waited %s for its 503", took)
 	}
 	rec := httptest.NewRecorder()
-	e.srv.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	e.srv.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/healthz", nil))
 	var h Health
 	if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil || rec.Code != 503 || h.Status != "shutting_down" || h.Sequences.Busy != 1 {
 		t.Fatalf("healthz while draining: %d %s", rec.Code, rec.Body)

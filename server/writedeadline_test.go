@@ -76,7 +76,7 @@ func stuckClient(t *testing.T, addr, path, body string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: tact\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+	req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
 	if _, err := io.WriteString(c, req); err != nil {
 		t.Fatal(err)
 	}

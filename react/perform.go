@@ -1,0 +1,195 @@
+package react
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/prompt"
+)
+
+// perform runs an action (from the plan or the model).
+func (r *run) perform(act Action, source string, usage llm.Usage) {
+	e := r.e
+	p := r.pending()
+	matchesPlan := p != nil && act.Tool == p.Tool
+	planStep := 0
+	if matchesPlan {
+		planStep = r.st.PlanIndex + 1
+	}
+	key := act.Tool + " " + canonical(act.Args)
+	r.st.Attempts++
+
+	if act.Tool != exec.FinalAnswer && key == r.lastOK {
+		r.st.RetryCount++
+		obs := fmt.Sprintf("Duplicate action skipped: %s with these arguments already succeeded at step %d; use that observation instead of repeating it.", act.Tool, r.lastOKStep)
+		if matchesPlan {
+			r.st.PlanSkipReason = SkipDuplicateAction
+			r.emit(EventSkip, map[string]any{"plan_step": planStep, "tool": act.Tool, "skip_reason": SkipDuplicateAction})
+		}
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: obs, ExitCode: ExitCodeNotRun, SkipReason: SkipDuplicateAction, Source: source, PlanStep: planStep, TokenUsage: usage})
+		r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obs, IsError: true})
+		r.forceModel = true
+		r.noteRepeat(key)
+		return
+	}
+	if r.noteRepeat(key) {
+		// The action that made the run stall is not run, but it is recorded.
+		why := fmt.Sprintf("not run: %d identical actions in a row (stalled)", r.sameInRow)
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: why, Error: why, ExitCode: ExitCodeNotRun, Source: source, PlanStep: planStep, TokenUsage: usage})
+		return
+	}
+
+	tool, ok := e.Registry.Get(act.Tool)
+	if !ok || !r.allowed[act.Tool] {
+		// Only reachable with a backend that ignores the schema.
+		r.st.RetryCount++
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "tool not permitted", Error: "tool not permitted", ExitCode: ExitCodeNotRun, SkipReason: SkipToolNotPermitted, Source: source, TokenUsage: usage})
+		r.forceModel = true
+		return
+	}
+
+	if act.Tool == exec.FinalAnswer {
+		var fa struct {
+			Answer string `json:"answer"`
+		}
+		_ = json.Unmarshal(act.Args, &fa)
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: fa.Answer, Source: source, PlanStep: planStep, TokenUsage: usage})
+		r.st.Step++
+		if matchesPlan {
+			r.st.PlanIndex++
+		}
+		if phrase := r.failurePhrase(fa.Answer); phrase != "" {
+			r.end(ReasonFailure, fa.Answer, fmt.Sprintf("failure detected in the final answer (%q)", phrase))
+			return
+		}
+		r.end(ReasonSuccess, fa.Answer, "")
+		return
+	}
+
+	// The action as it starts, before any approval: a terminal shows it
+	// above the approval prompt and the tool's output.
+	r.emit(EventAction, map[string]any{"iteration": len(r.res.Trace.Steps) + 1, "tool": act.Tool, "args": act.Args, "source": source, "thought": act.Thought})
+	// Approval: write/exec tools go through the gate.
+	decision := ""
+	var result exec.Result
+	if tool.Class() != exec.ClassRead {
+		v := e.Gate.Check(r.ctx, e.Env, []exec.Call{{Tool: tool, Args: act.Args}})[0]
+		decision = v.Decision
+		switch {
+		case e.DryRun:
+			why := v.Reason
+			if why == "" {
+				why = "decision: " + v.Decision
+			}
+			result = exec.Result{Output: fmt.Sprintf("[%s] %s", act.Tool, why)}
+			decision = "dry_run:" + v.Decision
+		case !v.Allowed:
+			reason := v.Reason
+			if !strings.HasPrefix(reason, "denied by") {
+				reason = "denied by policy: " + reason
+			}
+			result = exec.Result{Err: errors.New(reason), ExitCode: 0}
+			r.emit(EventDenied, map[string]any{"tool": act.Tool, "args": act.Args, "decision": v.Decision, "reason": v.Reason})
+		}
+	}
+	if result.Output == "" && result.Err == nil {
+		r.progress("step %d: %s", r.st.Step+1, act.Tool)
+		result = tool.Run(r.ctx, e.Env, act.Args)
+	}
+	if r.ctx.Err() != nil {
+		// A tool interrupted by cancellation is not a tool failure.
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "interrupted", Error: r.ctx.Err().Error(), ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage})
+		r.checkContext()
+		return
+	}
+	failed := result.Failed()
+	if result.Err != nil && result.ExitCode == 0 {
+		// A tool that failed without a process exit status (denied, path
+		// escape, missing file) reports 1, so scripts can test exit_code.
+		result.ExitCode = 1
+	}
+	// The run state keeps raw values for the plan's own later steps; what
+	// the model, the trace and the result see is cut (never inside a
+	// secret) and redacted.
+	rawErr := ""
+	if result.Err != nil {
+		rawErr = result.Err.Error()
+	}
+	obsLimit := r.win.observationLimit(e.MaxObservationTokens)
+	stdoutLimit, stderrLimit := obsLimit, obsLimit
+	if result.Stderr != "" && result.Output != "" {
+		stderrLimit = max(obsLimit/4, minObservation)
+		stdoutLimit = max(obsLimit-stderrLimit, minObservation)
+	}
+	obsText := r.e.Redact(r.cutToTokens(result.Output, stdoutLimit, hintFor(tool, act.Args)))
+	errText := r.e.Redact(r.cutToTokens(rawErr, stderrLimit, nil))
+	if errText != "" {
+		if obsText == "" {
+			obsText = errText
+		} else {
+			obsText = obsText + "\nerror: " + errText
+		}
+	}
+	stderr := r.e.Redact(r.cutToTokens(result.Stderr, stderrLimit, nil))
+	st := StepTrace{Thought: act.Thought, Action: act.call(), Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage}
+	r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obsText, IsError: failed, ExitCode: result.ExitCode, Stderr: stderr})
+
+	rec := stepRecord{Step: len(r.records) + 1, Tool: act.Tool, Args: act.Args, Output: result.Output, ExitCode: result.ExitCode}
+	if result.Err != nil {
+		rec.Error = &rawErr
+	}
+	r.records = append(r.records, rec)
+	r.addTranscript(planner.TranscriptEntry{Step: rec.Step, Tool: act.Tool, Args: act.Args, Stdout: obsText, Stderr: stderr, ExitCode: result.ExitCode, Error: errText})
+
+	if failed {
+		r.st.RetryCount++
+		r.st.ConsecutiveFailures++
+		r.readsInRow = 0
+		r.forceModel = true
+		r.askReason = fmt.Sprintf("The last action (%s) failed.", act.Tool)
+	} else {
+		r.st.ConsecutiveFailures = 0
+		r.st.Step++
+		r.lastOK, r.lastOKStep = key, r.st.Step
+		if tool.Class() == exec.ClassRead {
+			r.readsInRow++
+		} else {
+			r.readsInRow = 0
+		}
+		if matchesPlan {
+			r.st.PlanIndex++
+			r.st.PlanSkipReason = ""
+			r.forceModel = false
+			r.divergenceSpent = false
+		} else if p != nil {
+			r.forceModel = true
+		}
+	}
+	// Recorded after the bookkeeping, so the trace's state is the state after this step.
+	r.record(st)
+	if r.checkPhrasesAndStop(rec, obsText) {
+		return
+	}
+}
+
+func (a Action) call() ToolCall { return ToolCall{Tool: a.Tool, Args: a.Args} }
+
+// canonical renders JSON with sorted keys and no insignificant space, so
+// equal arguments compare equal however they were written.
+func canonical(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/cmd/tact/render"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/exec"
-	"github.com/tactcli/tact/internal/render"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
 )

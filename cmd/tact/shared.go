@@ -27,7 +27,7 @@ type runtimeFunc func(context.Context, agent.Options) (*agent.Runtime, error)
 
 // runJob runs job (run and exec): with the terminal's approval prompt
 // unless unattended, the run drawn on a terminal's stderr (each action,
-// its observation, a spinner; internal/render), and --dry-run's listing as
+// its observation, a spinner; cmd/tact/render), and --dry-run's listing as
 // the steps happen. It prints the result and returns the termination
 // reason's exit code; mcpOnly (not nil) starts only those MCP servers.
 func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime runtimeFunc, mode string, job agent.Job, mcpOnly []string) error {

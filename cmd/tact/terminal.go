@@ -8,8 +8,8 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/tactcli/tact/cmd/tact/render"
 	"github.com/tactcli/tact/exec"
-	"github.com/tactcli/tact/internal/render"
 	"golang.org/x/term"
 )
 

@@ -66,8 +66,9 @@ test: $(DEPS_STAMP) build $(OLLAMA)
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
-	@# Concurrent runs on one executor and one runtime, under the race detector.
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/
+	@# Concurrent runs on one executor and one runtime (on the tiny model:
+	@# llm/backends), under the race detector.
+	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./llm/backends/
 
 test-short: $(DEPS_STAMP)
 	$(GO) test -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)

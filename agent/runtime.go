@@ -44,6 +44,9 @@ type Options struct {
 	// Secrets are more values the redactor hides wherever they would
 	// appear (a server's bearer token, whatever its variable is named).
 	Secrets []string
+	// Backends opens llama and openai (cmd/tact: backends.All); nil: only
+	// the script and none backends.
+	Backends Backends
 }
 
 // Runtime is everything jobs share: opened once, safe for concurrent jobs.
@@ -92,7 +95,9 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	}
 	// --env values are secrets too when their names say so.
 	environ := append(append(os.Environ(), s.Env...), mcpConfig.SecretEnviron()...)
-	environ = append(environ, openAISecrets(s)...) // the API key, whatever its variable's name
+	if opts.Backends != nil {
+		environ = append(environ, opts.Backends.Secrets(s)...) // the API key, whatever its variable's name
+	}
 	for i, v := range opts.Secrets {
 		environ = append(environ, fmt.Sprintf("TACT_OPTIONS_SECRET_%d_KEY=%s", i, v)) // a secret's name
 	}
@@ -148,7 +153,7 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 			return rt, badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(rt.Registry.Names(), ", "))
 		}
 	}
-	if rt.Backend, err = openBackend(ctx, s, rt.opts.SettingName); err != nil {
+	if rt.Backend, err = openBackend(ctx, s, opts.Backends, rt.opts.SettingName); err != nil {
 		return rt, err
 	}
 	rt.Info = rt.Model().Header()

@@ -11,19 +11,8 @@ import (
 	"time"
 
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/internal/synth"
-	"github.com/tactcli/tact/internal/testlock"
 	"github.com/tactcli/tact/react"
 )
-
-func TestMain(m *testing.M) {
-	// The tiny-model test loads llama.cpp: take turns with the other test
-	// binaries that do.
-	release := testlock.Hold()
-	code := m.Run()
-	release()
-	os.Exit(code)
-}
 
 const answerPlan = `{"kind":"plan","text":"{\"plan\":[{\"thought\":\"answer right away\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"done\"}}]}"}`
 
@@ -137,38 +126,4 @@ func TestConcurrentJobsOnOneRuntime(t *testing.T) {
 	if lines := strings.Count(string(trace), "\n"); strings.Count(string(trace), `"run_id":"job-`) != lines {
 		t.Fatalf("events without a run id:\n%s", trace)
 	}
-}
-
-// The same on the generated tiny model: concurrent jobs on one loaded
-// model end with proper termination reasons.
-func TestConcurrentJobsOnTinyModel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads a model")
-	}
-	s := settings(t, "")
-	s.Model = synth.Cached(t, synth.Tiny)
-	s.CtxSize, s.NoPlan, s.MaxIterations, s.Seed = 6144, true, 3, 1
-	rt, err := Open(context.Background(), s, Options{Mode: "batch"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := rt.Run(context.Background(), Job{Query: fmt.Sprintf("list the files %d", i)})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			switch res.TerminationReason {
-			case react.ReasonSuccess, react.ReasonFailure, react.ReasonMaxIterations, react.ReasonStalled:
-			default:
-				t.Errorf("job %d: %s: %s", i, res.TerminationReason, res.Message)
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/llm/backends"
 )
 
 // factory is what the commands share, made on first use (as gh's
@@ -47,9 +48,10 @@ func (f *factory) SettingName(field string) string {
 }
 
 // Runtime opens the agent runtime on the first call, after downloading the
-// model first when --pull asks, and returns the same runtime (or error) on
-// every later call, whose opts are then ignored. From the moment the
-// runtime knows the secrets, stderr is redacted with them.
+// model first when --pull asks, with the llama and openai backends, and
+// returns the same runtime (or error) on every later call, whose opts are
+// then ignored. From the moment the runtime knows the secrets, stderr is
+// redacted with them.
 func (f *factory) Runtime(ctx context.Context, opts agent.Options) (*agent.Runtime, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -62,6 +64,9 @@ func (f *factory) Runtime(ctx context.Context, opts agent.Options) (*agent.Runti
 	}
 	if opts.SettingName == nil {
 		opts.SettingName = f.SettingName
+	}
+	if opts.Backends == nil {
+		opts.Backends = backends.All // llama and openai: the engine builds neither
 	}
 	then := opts.OnRedactor
 	opts.OnRedactor = func(red *exec.Redactor) {

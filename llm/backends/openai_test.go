@@ -1,4 +1,4 @@
-package agent
+package backends_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/llm/backends"
 	"github.com/tactcli/tact/react"
 )
 
@@ -77,9 +79,9 @@ func TestOpenAIBackendChoice(t *testing.T) {
 			if tc.mod != nil {
 				tc.mod(s)
 			}
-			rt, err := Open(ctx, s, Options{Mode: "run"})
+			rt, err := agent.Open(ctx, s, agent.Options{Mode: "run", Backends: backends.All})
 			if tc.err != "" {
-				if err == nil || KindOf(err) != ErrBadInput || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "hunter22") {
+				if err == nil || agent.KindOf(err) != agent.ErrBadInput || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "hunter22") {
 					t.Fatalf("err = %v, want bad input with %q", err, tc.err)
 				}
 				return
@@ -101,7 +103,7 @@ func TestOpenAIKeyIsSecret(t *testing.T) {
 	t.Setenv("MY_LLM", "sk-plain-named-variable-42")
 	s := openaiSettings(t, "http://bob:url-password-99@127.0.0.1:9")
 	s.APIKeyEnv = "MY_LLM"
-	rt, err := Open(context.Background(), s, Options{Mode: "run"})
+	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "run", Backends: backends.All})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +124,12 @@ func TestOpenAIRun(t *testing.T) {
 		}
 	})
 	s := openaiSettings(t, srv.URL)
-	rt, err := Open(context.Background(), s, Options{Mode: "run"})
+	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "run", Backends: backends.All})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	res, err := rt.Run(context.Background(), Job{Query: "what is the answer?"})
+	res, err := rt.Run(context.Background(), agent.Job{Query: "what is the answer?"})
 	if err != nil || res.TerminationReason != react.ReasonSuccess || res.FinalAnswer != "42" {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
@@ -147,15 +149,15 @@ func TestOpenAIContextLengthIsTokenBudget(t *testing.T) {
 		t.Run(fmt.Sprintf("no-plan=%v", noPlan), func(t *testing.T) {
 			s := openaiSettings(t, srv.URL)
 			s.NoPlan = noPlan
-			rt, err := Open(context.Background(), s, Options{Mode: "run"})
+			rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "run", Backends: backends.All})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rt.Close()
-			res, err := rt.Run(context.Background(), Job{Query: "q"})
+			res, err := rt.Run(context.Background(), agent.Job{Query: "q"})
 			if !noPlan {
-				if KindOf(err) != ErrContextTooSmall || ExitCode(err) != 2 || !strings.Contains(err.Error(), "planning: planner: model server "+srv.URL+": 400 Bad Request: This model's maximum context length") {
-					t.Fatalf("err = %v (exit %d), want a window too small for planning (exit 2)", err, ExitCode(err))
+				if agent.KindOf(err) != agent.ErrContextTooSmall || agent.ExitCode(err) != 2 || !strings.Contains(err.Error(), "planning: planner: model server "+srv.URL+": 400 Bad Request: This model's maximum context length") {
+					t.Fatalf("err = %v (exit %d), want a window too small for planning (exit 2)", err, agent.ExitCode(err))
 				}
 				return
 			}

@@ -1,6 +1,7 @@
-package agent
+package backends
 
 import (
+	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
@@ -12,19 +13,20 @@ import (
 
 // openOpenAI makes the backend for an OpenAI-compatible server. Nothing is
 // sent yet: a server that is down fails the first call, with retries.
+// Errors are bad input for the engine.
 func openOpenAI(s *config.Settings) (llm.Backend, error) {
 	if s.BaseURL == "" {
-		return nil, badInputf("--backend openai needs --base-url URL (ollama: http://127.0.0.1:11434/v1)")
+		return nil, fmt.Errorf("--backend openai needs --base-url URL (ollama: http://127.0.0.1:11434/v1)")
 	}
 	if s.APIModel == "" {
-		return nil, badInputf("--backend openai needs --api-model NAME, the model's name on the server (ollama list, or GET %s/models)", safeBaseURL(s.BaseURL))
+		return nil, fmt.Errorf("--backend openai needs --api-model NAME, the model's name on the server (ollama list, or GET %s/models)", safeBaseURL(s.BaseURL))
 	}
 	b, err := openai.New(openai.Options{
 		BaseURL: s.BaseURL, Model: s.APIModel, APIKey: apiKey(s), SchemaMode: openai.SchemaMode(s.SchemaMode),
 		Retries: s.Retries, Timeout: s.RequestTimeout, CtxSize: s.CtxSize,
 	})
 	if err != nil {
-		return nil, badInputf("--backend openai: %v", err)
+		return nil, fmt.Errorf("--backend openai: %v", err)
 	}
 	slog.Debug("openai backend", "describe", b.Describe())
 	return b, nil

@@ -1,4 +1,4 @@
-package agent
+package backends
 
 import (
 	"path/filepath"

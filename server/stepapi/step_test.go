@@ -1,4 +1,4 @@
-package agent
+package stepapi
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/schema"
@@ -52,13 +53,34 @@ func scriptLines(replies ...string) string {
 	return b.String()
 }
 
-func stepRuntime(t *testing.T, mod func(*config.Settings), replies ...string) (*Runtime, *recorder) {
+// settings are a runtime's for a test: a workspace of its own, no policy
+// or MCP servers file of the caller's, the script's replies if any.
+func settings(t *testing.T, script string) *config.Settings {
+	t.Helper()
+	s := config.Defaults()
+	s.Workspace = t.TempDir()
+	s.NoInput = true
+	dir := t.TempDir()
+	s.Policy = filepath.Join(dir, "policy.json")
+	s.MCPConfig = ""
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	if script != "" {
+		p := filepath.Join(dir, "script.jsonl")
+		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.Script = p
+	}
+	return s
+}
+
+func stepRuntime(t *testing.T, mod func(*config.Settings), replies ...string) (*agent.Runtime, *recorder) {
 	t.Helper()
 	s := settings(t, scriptLines(replies...))
 	if mod != nil {
 		mod(s)
 	}
-	rt, err := Open(context.Background(), s, Options{Mode: "serve"})
+	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "serve"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +90,9 @@ func stepRuntime(t *testing.T, mod func(*config.Settings), replies ...string) (*
 	return rt, rec
 }
 
-func decode(t *testing.T, body string) *StepRequest {
+func decode(t *testing.T, body string) *Request {
 	t.Helper()
-	req, err := DecodeStepRequest([]byte(body))
+	req, err := Decode([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,18 +130,18 @@ func TestDecodeStepRequestErrors(t *testing.T) {
 		{"several problems", `{"a": 1, "b": 2, "c": 3, "d": 4}`, "a: unknown field; b: unknown field; c: unknown field; and 1 more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeStepRequest([]byte(tc.body))
-			if err == nil || KindOf(err) != ErrBadInput || !strings.Contains(err.Error(), tc.want) {
+			_, err := Decode([]byte(tc.body))
+			if err == nil || agent.KindOf(err) != agent.ErrBadInput || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}
 	// A key never shows in a message, even where a field's value would.
-	_, err := DecodeStepRequest([]byte(`{"user_api_keys": {"llmKey": "sk-live-123456"}, "conversation_history": [{"role": "sk-live-123456"}]}`))
+	_, err := Decode([]byte(`{"user_api_keys": {"llmKey": "sk-live-123456"}, "conversation_history": [{"role": "sk-live-123456"}]}`))
 	if err == nil || strings.Contains(err.Error(), "sk-live-123456") || !strings.Contains(err.Error(), "[REDACTED]") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = DecodeStepRequest([]byte(`{"user_api_keys": {"llmKey": "sk-live-123456"}, "user_query": "q", "conversation_history": [{"role": "sk-live-123456", "content": 1}]}`))
+	_, err = Decode([]byte(`{"user_api_keys": {"llmKey": "sk-live-123456"}, "user_query": "q", "conversation_history": [{"role": "sk-live-123456", "content": 1}]}`))
 	if err == nil || strings.Contains(err.Error(), "sk-live-123456") {
 		t.Fatalf("err = %v", err)
 	}
@@ -136,12 +158,12 @@ func nestedSchema(n int) string {
 func TestStepToolSchemaChecks(t *testing.T) {
 	rt, _ := stepRuntime(t, nil, `{"thought":"answer from what is known","tool":"final_answer","args":{"answer":"ok"}}`)
 	req := decode(t, `{"user_query": "q", "tools": [{"name": "a"}, {"name": "b", "parameters": {"type": "object", "properties": {"x": {"type": 7}}}}]}`)
-	if _, err := rt.Step(context.Background(), req); KindOf(err) != ErrBadInput || !strings.HasPrefix(err.Error(), "tools[1].parameters: schema:") {
+	if _, err := Answer(context.Background(), rt, req); agent.KindOf(err) != agent.ErrBadInput || !strings.HasPrefix(err.Error(), "tools[1].parameters: schema:") {
 		t.Fatalf("err = %v", err)
 	}
 	under := nestedSchema(schema.MaxToolSchemaDepth/2 - 1)
-	resp, err := rt.Step(context.Background(), decode(t, `{"user_query": "q", "tools": [{"name": "deep", "parameters": `+under+`}]}`))
-	if err != nil || resp.Status != StepDirectResponse {
+	resp, err := Answer(context.Background(), rt, decode(t, `{"user_query": "q", "tools": [{"name": "deep", "parameters": `+under+`}]}`))
+	if err != nil || resp.Status != StatusDirectResponse {
 		t.Fatalf("%+v %v", resp, err)
 	}
 }
@@ -157,13 +179,13 @@ func TestStepRealWorldToolSchemas(t *testing.T) {
 	for _, tc := range []struct {
 		name, reply, status, err string
 	}{
-		{"ref", `{"thought":"look the city up first","tool":"where","args":{"w":{"city":"Paris"}}}`, StepActionProposed, ""},
-		{"described only", `{"thought":"set the value as asked","tool":"set","args":{"value":{"any":[1,"x"]}}}`, StepActionProposed, ""},
-		{"against the whole schema", `{"thought":"look the city up first","tool":"where","args":{"w":{"city":"paris"}}}`, StepError, "arguments for where: at /w/city"},
+		{"ref", `{"thought":"look the city up first","tool":"where","args":{"w":{"city":"Paris"}}}`, StatusActionProposed, ""},
+		{"described only", `{"thought":"set the value as asked","tool":"set","args":{"value":{"any":[1,"x"]}}}`, StatusActionProposed, ""},
+		{"against the whole schema", `{"thought":"look the city up first","tool":"where","args":{"w":{"city":"paris"}}}`, StatusError, "arguments for where: at /w/city"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, rec := stepRuntime(t, nil, tc.reply)
-			resp, err := rt.Step(context.Background(), decode(t, `{"user_query": "q", "tools": [`+refTool+`, `+anyTool+`]}`))
+			resp, err := Answer(context.Background(), rt, decode(t, `{"user_query": "q", "tools": [`+refTool+`, `+anyTool+`]}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,15 +212,23 @@ func TestStepRealWorldToolSchemas(t *testing.T) {
 func TestStepToolsTooLarge(t *testing.T) {
 	rt, _ := stepRuntime(t, func(s *config.Settings) { s.MaxTokens = 50 })
 	big := `{"name": "big", "description": "` + strings.Repeat("a long description ", 200) + `", "parameters": {"type": "object"}}`
-	_, err := rt.Step(context.Background(), decode(t, `{"user_query": "q", "tools": [`+big+`], "llm_config": {"tokenLimit": 800}}`))
-	if KindOf(err) != ErrContextTooSmall || !strings.HasPrefix(err.Error(), "tools: the tools take ") || !strings.Contains(err.Error(), "but llm_config.tokenLimit holds 800") {
+	_, err := Answer(context.Background(), rt, decode(t, `{"user_query": "q", "tools": [`+big+`], "llm_config": {"tokenLimit": 800}}`))
+	if agent.KindOf(err) != agent.ErrContextTooSmall || !strings.HasPrefix(err.Error(), "tools: the tools take ") || !strings.Contains(err.Error(), "but llm_config.tokenLimit holds 800") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = rt.Step(context.Background(), decode(t, `{"user_query": "q", "available_tools_prompt_segment": "`+strings.Repeat("tool(x): does a thing. ", 200)+`", "llm_config": {"tokenLimit": 800}}`))
-	if KindOf(err) != ErrContextTooSmall || !strings.HasPrefix(err.Error(), "available_tools_prompt_segment: the tools take ") {
+	_, err = Answer(context.Background(), rt, decode(t, `{"user_query": "q", "available_tools_prompt_segment": "`+strings.Repeat("tool(x): does a thing. ", 200)+`", "llm_config": {"tokenLimit": 800}}`))
+	if agent.KindOf(err) != agent.ErrContextTooSmall || !strings.HasPrefix(err.Error(), "available_tools_prompt_segment: the tools take ") {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// docSegment is the document's tools prompt segment (the prose form).
+const docSegment = `You have access to the following tools:
+- code_search(query="search terms") - Search for code matching the query
+- read_file(path="file/path") - Read the contents of a specific file
+- write_file(path="file/path", content="new content") - Write content to a file
+
+Format: Action: tool_name(param="value")`
 
 const searchTool = `{"name": "code_search", "description": "Search the code.", "parameters": {"type": "object", "properties": {"query": {"type": "string", "minLength": 1}}, "required": ["query"], "additionalProperties": false}}`
 const readTool = `{"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": false}}`
@@ -223,14 +253,14 @@ func TestStepConversation(t *testing.T) {
 	)
 	tools := []json.RawMessage{json.RawMessage(searchTool), json.RawMessage(readTool)}
 	ctx := context.Background()
-	var history []StepTurn
+	var history []Turn
 	var prompts [][]llm.Message
 	query := "How does login work?"
-	wantStatus := []string{StepActionProposed, StepActionProposed, StepDirectResponse}
+	wantStatus := []string{StatusActionProposed, StatusActionProposed, StatusDirectResponse}
 	for step, left := range []int{2, 1, 0} {
 		req := decode(t, stepBody(t, map[string]any{"session_id": "s-1", "user_query": query, "conversation_history": history,
 			"tools": tools, "max_iterations_left": left}))
-		resp, err := rt.Step(ctx, req)
+		resp, err := Answer(ctx, rt, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +268,7 @@ func TestStepConversation(t *testing.T) {
 		if resp.Status != wantStatus[step] || resp.SessionID != "s-1" || resp.IterationsRemaining != max(left-1, 0) {
 			t.Fatalf("step %d: %+v", step+1, resp)
 		}
-		if resp.Status == StepActionProposed {
+		if resp.Status == StatusActionProposed {
 			if resp.DirectResponse != nil || resp.ActionDetails == nil || resp.Thought == "" {
 				t.Fatalf("step %d: %+v", step+1, resp)
 			}
@@ -273,8 +303,8 @@ func TestStepConversation(t *testing.T) {
 		}
 		// The client runs the tool and posts its observation with the
 		// history; the query is not sent again.
-		history = append(h, StepTurn{Role: RoleToolObservation, Content: fmt.Sprintf("output of step %d", step+1),
-			ToolResult: &StepToolResult{Success: true, Result: json.RawMessage(`"result text"`)}})
+		history = append(h, Turn{Role: RoleToolObservation, Content: fmt.Sprintf("output of step %d", step+1),
+			ToolResult: &ToolResult{Success: true, Result: json.RawMessage(`"result text"`)}})
 		query = ""
 	}
 	// Each prompt starts with the previous one but its last message (the
@@ -304,7 +334,7 @@ func TestStepConversation(t *testing.T) {
 	}
 }
 
-func countRole(h []StepTurn, role string) int {
+func countRole(h []Turn, role string) int {
 	n := 0
 	for _, t := range h {
 		if t.Role == role {
@@ -330,11 +360,11 @@ func TestStepInvalidReplies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, _ := stepRuntime(t, nil, tc.reply)
 			req := decode(t, stepBody(t, map[string]any{"user_query": "q", "tools": []json.RawMessage{json.RawMessage(searchTool)}, "max_iterations_left": tc.left}))
-			resp, err := rt.Step(context.Background(), req)
+			resp, err := Answer(context.Background(), rt, req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Status != StepError || resp.ActionDetails != nil || resp.DirectResponse != nil || !strings.Contains(resp.Error, tc.want) || resp.IterationsRemaining != tc.left {
+			if resp.Status != StatusError || resp.ActionDetails != nil || resp.DirectResponse != nil || !strings.Contains(resp.Error, tc.want) || resp.IterationsRemaining != tc.left {
 				t.Fatalf("%+v", resp)
 			}
 			if len(resp.SessionID) != 36 || len(resp.History) != 1 {
@@ -344,8 +374,8 @@ func TestStepInvalidReplies(t *testing.T) {
 	}
 	// A failed model call (the script has no reply left) is an error status too.
 	rt, _ := stepRuntime(t, nil)
-	resp, err := rt.Step(context.Background(), decode(t, `{"user_query": "q"}`))
-	if err != nil || resp.Status != StepError || !strings.Contains(resp.Error, "model call failed") {
+	resp, err := Answer(context.Background(), rt, decode(t, `{"user_query": "q"}`))
+	if err != nil || resp.Status != StatusError || !strings.Contains(resp.Error, "model call failed") {
 		t.Fatalf("%+v %v", resp, err)
 	}
 }
@@ -357,16 +387,16 @@ func TestStepProse(t *testing.T) {
 		name, reply, status, tool, args, answer, errPart string
 	}{
 		{name: "action", reply: "Thought: I need to search for authentication code.\nAction: code_search(query=\"authentication login\")",
-			status: StepActionProposed, tool: "code_search", args: `{"query":"authentication login"}`},
-		{name: "answer", reply: "Thought: known\nFinal Answer: It is in auth.js.", status: StepDirectResponse, answer: "It is in auth.js."},
-		{name: "unknown tool", reply: "Thought: t\nAction: format_disk()", status: StepError, errPart: `unknown tool "format_disk"`},
-		{name: "unreadable", reply: "Thought: t\nAction: code_search(query=\"x\"", status: StepError, errPart: `unclosed "("`},
+			status: StatusActionProposed, tool: "code_search", args: `{"query":"authentication login"}`},
+		{name: "answer", reply: "Thought: known\nFinal Answer: It is in auth.js.", status: StatusDirectResponse, answer: "It is in auth.js."},
+		{name: "unknown tool", reply: "Thought: t\nAction: format_disk()", status: StatusError, errPart: `unknown tool "format_disk"`},
+		{name: "unreadable", reply: "Thought: t\nAction: code_search(query=\"x\"", status: StatusError, errPart: `unclosed "("`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, rec := stepRuntime(t, nil, tc.reply)
 			req := decode(t, stepBody(t, map[string]any{"user_query": "How is authentication implemented?",
 				"available_tools_prompt_segment": docSegment, "max_iterations_left": 3}))
-			resp, err := rt.Step(context.Background(), req)
+			resp, err := Answer(context.Background(), rt, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +423,7 @@ func TestStepProse(t *testing.T) {
 		{"role": "assistant", "content": "search first", "toolCall": map[string]any{"name": "code_search", "parameters": map[string]any{"query": "auth"}}},
 		{"role": "tool_observation", "content": "found auth.js", "toolResult": map[string]any{"success": false, "result": map[string]any{"n": 1}}},
 	}}))
-	if _, err := rt.Step(context.Background(), req); err != nil {
+	if _, err := Answer(context.Background(), rt, req); err != nil {
 		t.Fatal(err)
 	}
 	msgs := rec.last().Messages
@@ -425,8 +455,8 @@ func TestStepContext(t *testing.T) {
 		"implicit_context":                 map[string]any{"last_focused_file_path": "Login.tsx"},
 		"vector_search_results_to_include": []any{"chunk one", map[string]any{"file": "a.go", "text": "chunk two"}},
 	}))
-	resp, err := rt.Step(context.Background(), req)
-	if err != nil || resp.Status != StepDirectResponse {
+	resp, err := Answer(context.Background(), rt, req)
+	if err != nil || resp.Status != StatusDirectResponse {
 		t.Fatalf("%+v %v", resp, err)
 	}
 	ctxMsg := rec.last().Messages[1].Content
@@ -450,7 +480,7 @@ func TestStepKeysNeverEchoed(t *testing.T) {
 		"tools":                []json.RawMessage{json.RawMessage(searchTool)},
 		"conversation_history": []map[string]any{{"role": "user", "content": "earlier " + key}, {"role": "tool_observation", "content": key, "toolResult": map[string]any{"success": true, "result": map[string]string{"k": key}}}},
 	}))
-	resp, err := rt.Step(context.Background(), req)
+	resp, err := Answer(context.Background(), rt, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +495,7 @@ func TestStepErrors(t *testing.T) {
 	ctx := context.Background()
 	// No model.
 	rt, _ := stepRuntime(t, func(s *config.Settings) { s.Script, s.Backend = "", "none" })
-	if _, err := rt.Step(ctx, decode(t, `{"user_query": "q"}`)); KindOf(err) != ErrNeedsModel {
+	if _, err := Answer(ctx, rt, decode(t, `{"user_query": "q"}`)); agent.KindOf(err) != agent.ErrNeedsModel {
 		t.Fatalf("no model: %v", err)
 	}
 	// A window too small for the conversation; context that does not fit
@@ -474,12 +504,12 @@ func TestStepErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rt.Env.Workspace, "big.txt"), []byte(strings.Repeat("word ", 1500)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := rt.Step(ctx, decode(t, `{"user_query": "q", "llm_config": {"tokenLimit": 100}}`))
-	if KindOf(err) != ErrContextTooSmall || !strings.Contains(err.Error(), "but llm_config.tokenLimit holds 100") {
+	_, err := Answer(ctx, rt, decode(t, `{"user_query": "q", "llm_config": {"tokenLimit": 100}}`))
+	if agent.KindOf(err) != agent.ErrContextTooSmall || !strings.Contains(err.Error(), "but llm_config.tokenLimit holds 100") {
 		t.Fatalf("small window: %v", err)
 	}
-	resp, err := rt.Step(ctx, decode(t, `{"user_query": "q", "explicit_context_paths": ["big.txt"], "llm_config": {"tokenLimit": 1500}}`))
-	if err != nil || resp.Status != StepDirectResponse || !strings.Contains(rec.last().Messages[len(rec.last().Messages)-1].Content, "context for the query was left out") {
+	resp, err := Answer(ctx, rt, decode(t, `{"user_query": "q", "explicit_context_paths": ["big.txt"], "llm_config": {"tokenLimit": 1500}}`))
+	if err != nil || resp.Status != StatusDirectResponse || !strings.Contains(rec.last().Messages[len(rec.last().Messages)-1].Content, "context for the query was left out") {
 		t.Fatalf("context left out: %+v %v", resp, err)
 	}
 	// The request's context ends the model call: a timeout.
@@ -496,13 +526,13 @@ func TestStepErrors(t *testing.T) {
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = rt.Step(tctx, decode(t, `{"user_query": "q"}`))
-	if KindOf(err) != ErrTimeout || time.Since(start) > 2*time.Second {
+	_, err = Answer(tctx, rt, decode(t, `{"user_query": "q"}`))
+	if agent.KindOf(err) != agent.ErrTimeout || time.Since(start) > 2*time.Second {
 		t.Fatalf("timeout: %v after %s", err, time.Since(start))
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := rt.Step(cctx, decode(t, `{"user_query": "q"}`)); KindOf(err) != ErrCancelled || !errors.Is(err, err) {
+	if _, err := Answer(cctx, rt, decode(t, `{"user_query": "q"}`)); agent.KindOf(err) != agent.ErrCancelled || !errors.Is(err, err) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
@@ -511,32 +541,16 @@ func TestStepErrors(t *testing.T) {
 // reserved output tokens bound the reply, within the server's --max-tokens.
 func TestStepLLMConfig(t *testing.T) {
 	rt, rec := stepRuntime(t, func(s *config.Settings) { s.MaxTokens = 300 }, `{"thought":"answer from what is known","tool":"final_answer","args":{"answer":"ok"}}`, `{"thought":"answer from what is known","tool":"final_answer","args":{"answer":"ok"}}`)
-	if _, err := rt.Step(context.Background(), decode(t, `{"user_query": "q", "llm_config": {"modelName": "gpt-4", "temperature": 0.7, "reservedOutputTokens": 100}}`)); err != nil {
+	if _, err := Answer(context.Background(), rt, decode(t, `{"user_query": "q", "llm_config": {"modelName": "gpt-4", "temperature": 0.7, "reservedOutputTokens": 100}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if r := rec.last(); r.Sampling.Temperature != 0.7 || r.MaxTokens != 100 {
 		t.Fatalf("sampling %+v, max tokens %d", r.Sampling, r.MaxTokens)
 	}
-	if _, err := rt.Step(context.Background(), decode(t, `{"user_query": "q", "llm_config": {"reservedOutputTokens": 1000}}`)); err != nil {
+	if _, err := Answer(context.Background(), rt, decode(t, `{"user_query": "q", "llm_config": {"reservedOutputTokens": 1000}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if r := rec.last(); r.Sampling.Temperature != rt.S.Temperature || r.MaxTokens != 300 {
 		t.Fatalf("sampling %+v, max tokens %d", r.Sampling, r.MaxTokens)
-	}
-}
-
-// A job's own settings replace the runtime's for that job only.
-func TestJobSettings(t *testing.T) {
-	rt, _ := stepRuntime(t, nil,
-		`{"thought":"list the files to see them","tool":"list_files","args":{}}`,
-		`{"thought":"list the files once more","tool":"list_files","args":{"path":"."}}`)
-	js := *rt.S
-	js.NoPlan, js.MaxIterations = true, 1
-	res, err := rt.Run(context.Background(), Job{Query: "q", Settings: &js})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.State.MaxSteps != 1 || rt.S.NoPlan {
-		t.Fatalf("max steps %d, runtime no-plan %v", res.State.MaxSteps, rt.S.NoPlan)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package prose
 
 import (
 	"encoding/json"
@@ -62,7 +62,7 @@ func TestParseProse(t *testing.T) {
 		{name: "empty", reply: "  \n", errPart: "empty reply"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseProse(tc.reply, sigs)
+			got, err := Parse(tc.reply, sigs)
 			if tc.errPart != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errPart) {
 					t.Fatalf("err = %v, want %q (got %+v)", err, tc.errPart, got)
@@ -82,19 +82,19 @@ func TestParseProse(t *testing.T) {
 	}
 	// Without signatures any tool name goes, and positional arguments
 	// cannot be named.
-	if got, err := ParseProse("Action: anything(a=1, b=true, c=None, d=[1,2])", nil); err != nil || got.Tool != "anything" || string(got.Args) != `{"a":1,"b":true,"c":null,"d":[1,2]}` {
+	if got, err := Parse("Action: anything(a=1, b=true, c=None, d=[1,2])", nil); err != nil || got.Tool != "anything" || string(got.Args) != `{"a":1,"b":true,"c":null,"d":[1,2]}` {
 		t.Fatalf("no signatures: %+v %v", got, err)
 	}
-	if _, err := ParseProse("Action: anything(1)", nil); err == nil || !strings.Contains(err.Error(), "names no parameters") {
+	if _, err := Parse("Action: anything(1)", nil); err == nil || !strings.Contains(err.Error(), "names no parameters") {
 		t.Fatalf("positional without signatures: %v", err)
 	}
 }
 
-// FormatProseAction writes what ParseProse reads back, keys in order.
+// FormatAction writes what Parse reads back, keys in order.
 func TestFormatProseActionRoundTrip(t *testing.T) {
 	for _, args := range []string{`{}`, `{"query":"a \"b\" \\ c\nd"}`, `{"b":2,"a":[1,{"x":null}],"c":false}`, `{"odd key":"v"}`, `{"u":"é ✓ \u0001"}`} {
-		line := FormatProseAction("tool_x", json.RawMessage(args))
-		got, err := ParseProse("Action: "+line, nil)
+		line := FormatAction("tool_x", json.RawMessage(args))
+		got, err := Parse("Action: "+line, nil)
 		if err != nil || got.Tool != "tool_x" || string(got.Args) != args {
 			t.Fatalf("%s -> %s -> %+v (%s) %v", args, line, got, got.Args, err)
 		}
@@ -119,7 +119,7 @@ func FuzzParseProse(f *testing.F) {
 		if !withSigs {
 			s = nil
 		}
-		got, err := ParseProse(reply, s)
+		got, err := Parse(reply, s)
 		if err != nil {
 			return
 		}
@@ -138,7 +138,7 @@ func FuzzParseProse(f *testing.F) {
 		if _, ok := sigs[got.Tool]; withSigs && !ok {
 			t.Fatalf("unknown tool %q accepted", got.Tool)
 		}
-		back, err := ParseProse("Action: "+FormatProseAction(got.Tool, got.Args), nil)
+		back, err := Parse("Action: "+FormatAction(got.Tool, got.Args), nil)
 		if err != nil || back.Tool != got.Tool || string(back.Args) != string(got.Args) {
 			t.Fatalf("round trip of %s %s: %+v %v", got.Tool, got.Args, back, err)
 		}

@@ -1,4 +1,16 @@
-package agent
+// Package prose reads the step service's prose form (a client that gives
+// only a tools prompt segment, no JSON Schemas): the model writes
+//
+//	Thought: what I know and why this action
+//	Action: tool_name(param="value", n=3)
+//
+// or, to answer, "Final Answer: ...". Models write this loosely, so the
+// parser is lenient: labels in any case and in markdown bold, code fences,
+// single, double or triple quotes, bare words, JSON values, a JSON object
+// as the only argument, "Action Input:" on its own line, positional
+// arguments when the tools prompt names the parameters. It fails only on an
+// Action line it cannot read, and says why.
+package prose
 
 import (
 	"bytes"
@@ -16,21 +28,8 @@ import (
 	"github.com/tactcli/tact/internal/text"
 )
 
-// The step service's prose form (a client that gives only a tools prompt
-// segment, no JSON Schemas): the model writes
-//
-//	Thought: what I know and why this action
-//	Action: tool_name(param="value", n=3)
-//
-// or, to answer, "Final Answer: ...". Models write this loosely, so the
-// parser is lenient: labels in any case and in markdown bold, code fences,
-// single, double or triple quotes, bare words, JSON values, a JSON object
-// as the only argument, "Action Input:" on its own line, positional
-// arguments when the tools prompt names the parameters. It fails only on an
-// Action line it cannot read, and says why.
-
-// ProseReply is one parsed prose reply: an action (Tool set) or an answer.
-type ProseReply struct {
+// Reply is one parsed prose reply: an action (Tool set) or an answer.
+type Reply struct {
 	Thought string
 	Tool    string          // "" for an answer
 	Args    json.RawMessage // the action's arguments: a JSON object, keys in written order
@@ -45,6 +44,10 @@ var (
 	sigRE   = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.\-]*)\s*\(([^()]*)\)`)
 	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*`)
 )
+
+// IsName reports whether s is a tool name the prose form can hold
+// (letters, digits, _ . -, not starting with a digit).
+func IsName(s string) bool { return s != "" && identRE.FindString(s) == s }
 
 // ParseSignatures finds the tools a prose tools segment describes, as
 // "name(param, other=\"value\")" anywhere in it. The segment's format line
@@ -143,16 +146,16 @@ func labelOf(line string) (label, rest string, ok bool) {
 	return "", "", false
 }
 
-// ParseProse reads a prose reply. With sigs, an action must name one of
+// Parse reads a prose reply. With sigs, an action must name one of
 // its tools, and positional arguments take its parameter names in order.
-func ParseProse(reply string, sigs Signatures) (ProseReply, error) {
+func Parse(reply string, sigs Signatures) (Reply, error) {
 	if strings.TrimSpace(reply) == "" {
-		return ProseReply{}, errors.New("empty reply")
+		return Reply{}, errors.New("empty reply")
 	}
 	// Arguments are JSON text: keep them valid UTF-8 from the start.
 	reply = strings.ToValidUTF8(reply, "\uFFFD")
 	secs := splitSections(reply)
-	var r ProseReply
+	var r Reply
 	var action, input, answer *section
 	actionAt, answerAt := -1, -1
 	var rest []string // unlabelled text, for an answer without a label
@@ -188,7 +191,7 @@ func ParseProse(reply string, sigs Signatures) (ProseReply, error) {
 	// Both an action and a final answer: the first one written counts.
 	if action != nil && (answer == nil || actionAt < answerAt) {
 		if err := r.parseAction(action.text, input, sigs); err != nil {
-			return ProseReply{}, fmt.Errorf("%s: %v", clipLine(action.line), err)
+			return Reply{}, fmt.Errorf("%s: %v", clipLine(action.line), err)
 		}
 		if r.Thought == "" && len(rest) > 0 {
 			r.Thought = rest[0]
@@ -204,7 +207,7 @@ func ParseProse(reply string, sigs Signatures) (ProseReply, error) {
 		r.Answer = r.Thought
 	}
 	if r.Answer == "" {
-		return ProseReply{}, errors.New("no action and no answer in the reply")
+		return Reply{}, errors.New("no action and no answer in the reply")
 	}
 	return r, nil
 }
@@ -218,7 +221,7 @@ func clipLine(s string) string {
 
 // parseAction reads "tool(args)", "tool" (arguments from Action Input),
 // or a JSON object {"tool": ..., "args": {...}}.
-func (r *ProseReply) parseAction(s string, input *section, sigs Signatures) error {
+func (r *Reply) parseAction(s string, input *section, sigs Signatures) error {
 	s = strings.Trim(strings.TrimSpace(s), "`")
 	if s == "" {
 		return errors.New("no tool named")
@@ -271,7 +274,7 @@ func inputArgs(s string, params []string) (json.RawMessage, error) {
 	return p.args()
 }
 
-func (r *ProseReply) jsonAction(s string, sigs Signatures) error {
+func (r *Reply) jsonAction(s string, sigs Signatures) error {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	var m map[string]json.RawMessage
@@ -606,13 +609,13 @@ func objectJSON(keys []string, vals map[string]json.RawMessage) json.RawMessage 
 	return b.Bytes()
 }
 
-// FormatProseAction writes an action in the prose form ParseProse reads
+// FormatAction writes an action in the prose form Parse reads
 // back: tool(k="v", n=3, list=["a"]) with strings JSON-quoted.
-func FormatProseAction(tool string, args json.RawMessage) string {
+func FormatAction(tool string, args json.RawMessage) string {
 	keys, vals := objectFields(args)
 	for _, k := range keys {
 		if k == "" || identRE.FindString(k) != k {
-			// A key ParseProse could not read back as name=: the whole
+			// A key Parse could not read back as name=: the whole
 			// object as the one argument.
 			var c bytes.Buffer
 			if json.Compact(&c, args) == nil {

@@ -1,17 +1,16 @@
-package agent
+package stepapi
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
@@ -19,240 +18,8 @@ import (
 	"github.com/tactcli/tact/prompt"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/server/prose"
 )
-
-// One ReAct step of a conversation the client holds (the step service of
-// `tact serve`, POST /api/agent/react_step): the client sends its query,
-// the conversation so far with its tools' observations, its tools and the
-// steps it has left; the step answers with one thought and either an
-// action for the client to run or a direct answer. The client runs the
-// tools, never tact. Nothing survives a step but the backend's KV cache:
-// the prompt is laid out so that a conversation that comes back shares
-// its prefix (system prompt, context, earlier turns) with the previous step.
-
-// Statuses of a step's response.
-const (
-	StepActionProposed = "action_proposed"
-	StepDirectResponse = "direct_response_provided"
-	StepError          = "error"
-)
-
-// Roles of conversation turns.
-const (
-	RoleUser            = "user"
-	RoleAssistant       = "assistant"
-	RoleToolObservation = "tool_observation"
-)
-
-// StepRequest is the step service's request; the JSON names are the
-// document's. Tools is tact's extension: with it the reply is constrained
-// to exactly those tools and their JSON Schemas.
-type StepRequest struct {
-	ProjectID     string            `json:"project_id"`
-	SessionID     string            `json:"session_id"`
-	UserQuery     string            `json:"user_query"`
-	History       []StepTurn        `json:"conversation_history"`
-	ContextPaths  []string          `json:"explicit_context_paths"`
-	PinnedIDs     []string          `json:"pinned_item_ids_to_include"`
-	Implicit      *ImplicitContext  `json:"implicit_context"`
-	VectorResults []json.RawMessage `json:"vector_search_results_to_include"`
-	ToolsPrompt   string            `json:"available_tools_prompt_segment"`
-	LLMConfig     *StepLLMConfig    `json:"llm_config"`
-	UserAPIKeys   map[string]string `json:"user_api_keys"`
-	// IterationsLeft nil: the server's --max-iterations.
-	IterationsLeft *int       `json:"max_iterations_left"`
-	Tools          []StepTool `json:"tools"`
-}
-
-// ImplicitContext is what the client's editor shows.
-type ImplicitContext struct {
-	LastFocusedFilePath string `json:"last_focused_file_path"`
-}
-
-// StepLLMConfig is the client's model settings. tact serves one model, so
-// ModelName is not used; TokenLimit bounds the prompt and reply,
-// ReservedOutputTokens the reply (both at most the server's), Temperature
-// replaces the server's.
-type StepLLMConfig struct {
-	ModelName            string   `json:"modelName"`
-	TokenLimit           int      `json:"tokenLimit"`
-	ReservedOutputTokens int      `json:"reservedOutputTokens"`
-	Temperature          *float64 `json:"temperature"`
-}
-
-// StepTurn is one turn of the conversation.
-type StepTurn struct {
-	Role       string          `json:"role"`
-	Content    string          `json:"content"`
-	ToolCall   *StepToolCall   `json:"toolCall,omitempty"`
-	ToolResult *StepToolResult `json:"toolResult,omitempty"`
-	Timestamp  string          `json:"timestamp,omitempty"`
-}
-
-// StepToolCall is an assistant turn's action.
-type StepToolCall struct {
-	Name       string          `json:"name"`
-	Parameters json.RawMessage `json:"parameters"`
-}
-
-// StepToolResult is what the client's tool returned.
-type StepToolResult struct {
-	Success bool            `json:"success"`
-	Result  json.RawMessage `json:"result,omitempty"`
-}
-
-// StepTool is a client tool with the JSON Schema of its arguments object.
-type StepTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-// StepResponse is the step service's response. Error (tact's extension)
-// says what went wrong when Status is "error".
-type StepResponse struct {
-	SessionID           string             `json:"session_id"`
-	Thought             string             `json:"thought"`
-	ActionDetails       *StepActionDetails `json:"action_details"`
-	DirectResponse      *string            `json:"direct_response"`
-	History             []StepTurn         `json:"updated_conversation_history"`
-	IterationsRemaining int                `json:"iterations_remaining"`
-	Status              string             `json:"status"`
-	Error               string             `json:"error,omitempty"`
-	// Usage is the model call's, for the server's metrics and logs.
-	Usage llm.Usage `json:"-"`
-}
-
-// StepActionDetails is the action the client should run.
-type StepActionDetails struct {
-	ToolName        string          `json:"tool_name"`
-	ToolArgs        json.RawMessage `json:"tool_args"`
-	RawActionString string          `json:"raw_action_string"`
-}
-
-//go:embed stepschema.json
-var stepSchemaJSON []byte
-
-var stepValidator = sync.OnceValues(func() (*schema.Validator, error) { return schema.Compile(stepSchemaJSON) })
-
-// StepRequestSchema is the JSON Schema requests are checked against.
-func StepRequestSchema() json.RawMessage { return stepSchemaJSON }
-
-// DecodeStepRequest parses and checks a request body. Every problem is an
-// ErrBadInput error naming the field ("conversation_history[2].role:
-// unknown role \"tool\" ..."); unknown fields are errors. Messages never
-// show the request's user_api_keys. Tools' schemas are only bounded here
-// (schema.CheckSize): Step compiles them, once the request is admitted.
-func DecodeStepRequest(body []byte) (*StepRequest, error) {
-	v, err := stepValidator()
-	if err != nil {
-		return nil, err // the embedded schema is tested
-	}
-	if _, err := v.DecodeFields(body); err != nil {
-		return nil, badInput(errors.New(redactWith(looseKeys(body))(err.Error())))
-	}
-	var req StepRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, badInputf("request: %v", redactWith(looseKeys(body))(err.Error()))
-	}
-	if err := req.check(); err != nil {
-		return nil, badInput(errors.New(redactWith(req.secrets())(err.Error())))
-	}
-	return &req, nil
-}
-
-// looseKeys finds user_api_keys' values in a body that may not be valid.
-func looseKeys(body []byte) []string {
-	var v struct {
-		Keys map[string]any `json:"user_api_keys"`
-	}
-	_ = json.Unmarshal(body, &v)
-	var out []string
-	for _, k := range v.Keys {
-		if s, ok := k.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (req *StepRequest) secrets() []string {
-	var out []string
-	for _, v := range req.UserAPIKeys {
-		out = append(out, v)
-	}
-	return out
-}
-
-// redactWith hides secrets (each at least 4 bytes, as for environment
-// secrets) in text.
-func redactWith(secrets []string) func(string) string {
-	env := make([]string, len(secrets))
-	for i, s := range secrets {
-		env[i] = fmt.Sprintf("USER_API_%d_KEY=%s", i, s)
-	}
-	red, _ := exec.NewRedactor(env, nil)
-	return red.Redact
-}
-
-// check is what the schema cannot say.
-func (req *StepRequest) check() error {
-	hasUser := false
-	for i, t := range req.History {
-		at := fmt.Sprintf("conversation_history[%d]", i)
-		switch t.Role {
-		case RoleUser:
-			hasUser = true
-		case RoleAssistant, RoleToolObservation:
-		default:
-			return fmt.Errorf("%s.role: unknown role %q (want user, assistant or tool_observation)", at, t.Role)
-		}
-		if t.ToolCall != nil && t.Role != RoleAssistant {
-			return fmt.Errorf("%s.toolCall: only an assistant turn calls a tool", at)
-		}
-		if t.ToolResult != nil && t.Role != RoleToolObservation {
-			return fmt.Errorf("%s.toolResult: only a tool_observation turn has a tool result", at)
-		}
-		if t.Timestamp != "" {
-			if _, err := time.Parse(time.RFC3339Nano, t.Timestamp); err != nil {
-				return fmt.Errorf("%s.timestamp: %q is not an ISO 8601 time like 2024-01-01T00:00:00.000Z", at, t.Timestamp)
-			}
-		}
-	}
-	if strings.TrimSpace(req.UserQuery) == "" && !hasUser {
-		return errors.New("user_query: empty, and conversation_history holds no user turn")
-	}
-	seen := map[string]bool{}
-	for i, t := range req.Tools {
-		at := fmt.Sprintf("tools[%d]", i)
-		switch {
-		case identRE.FindString(t.Name) != t.Name || t.Name == "":
-			return fmt.Errorf("%s.name: %q is not a tool name (letters, digits, _ . -, not starting with a digit)", at, t.Name)
-		case t.Name == exec.FinalAnswer:
-			return fmt.Errorf("%s.name: %s is tact's own way to answer; name the tool differently", at, exec.FinalAnswer)
-		case seen[t.Name]:
-			return fmt.Errorf("%s.name: %q is given twice", at, t.Name)
-		}
-		seen[t.Name] = true
-		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-			// Bounded on its bytes before anything builds a tree of it;
-			// compiling it and its grammar wait for admission (Step).
-			if err := schema.CheckSize(t.Parameters); err != nil {
-				return fmt.Errorf("%s.parameters: %v", at, err)
-			}
-			var m map[string]any
-			if err := json.Unmarshal(t.Parameters, &m); err != nil {
-				return fmt.Errorf("%s.parameters: %v", at, err)
-			}
-			if typ, ok := m["type"]; ok && typ != "object" {
-				return fmt.Errorf("%s.parameters: the arguments must be an object (\"type\": \"object\"), not %v", at, typ)
-			}
-		}
-	}
-	return nil
-}
 
 // maxToolNodes bounds the subschemas of a request's tools once their
 // $refs are inlined for the grammar (each tool's expansion is bounded
@@ -262,7 +29,7 @@ const maxToolNodes = 32768
 
 // compileTools compiles the client's tool schemas and normalizes them
 // for the grammar: the costly part of checking a request, so it runs once
-// the request holds a sequence (Step), not while decoding. A schema that
+// the request holds a sequence (Answer), not while decoding. A schema that
 // does not compile, or tools too large together, are ErrBadInput.
 func (c *stepCall) compileTools() error {
 	c.validators = map[string]*schema.Validator{}
@@ -286,54 +53,44 @@ func (c *stepCall) compileTools() error {
 	return nil
 }
 
-// noArgs is the arguments schema of a tool that gives none.
-var noArgs = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
-
-func (t StepTool) schema() json.RawMessage {
-	if len(t.Parameters) == 0 || string(t.Parameters) == "null" {
-		return noArgs
-	}
-	return t.Parameters
-}
-
 // stepCall is one step being answered.
 type stepCall struct {
-	rt      *Runtime
-	req     *StepRequest
-	redact  func(string) string
-	left    int
-	prose   bool // no tools: the prose form
-	sigs    Signatures
-	thought schema.ThoughtOptions
+	rt        *agent.Runtime
+	req       *Request
+	redact    func(string) string
+	left      int
+	proseForm bool // no tools: the prose form
+	sigs      prose.Signatures
+	thought   schema.ThoughtOptions
 	// validators check a tool's arguments against its whole schema: the
 	// reply's schema holds the normalized ones, which may allow more.
 	validators map[string]*schema.Validator
 }
 
-// Step answers one step. A reply the model got wrong, or a failed model
-// call, is a response with status "error"; the error is set only when the
-// step could not be answered at all, typed (KindOf): no model
-// (ErrNeedsModel), a conversation too long for the window
+// Answer answers one step on rt. A reply the model got wrong, or a failed
+// model call, is a response with status "error"; the error is set only
+// when the step could not be answered at all, typed (agent.KindOf): no
+// model (ErrNeedsModel), a conversation too long for the window
 // (ErrContextTooSmall), ctx's end (ErrTimeout, ErrCancelled).
-func (rt *Runtime) Step(ctx context.Context, req *StepRequest) (*StepResponse, error) {
-	if rt.noModel != nil {
-		return nil, rt.needModel("a step", "")
+func Answer(ctx context.Context, rt *agent.Runtime, req *Request) (*Response, error) {
+	if err := rt.RequireModel("a step"); err != nil {
+		return nil, err
 	}
-	c := &stepCall{rt: rt, req: req, left: rt.S.MaxIterations, prose: len(req.Tools) == 0,
+	c := &stepCall{rt: rt, req: req, left: rt.S.MaxIterations, proseForm: len(req.Tools) == 0,
 		thought: schema.ThoughtOptions{Required: rt.S.RequireThought, MinLength: rt.S.MinThoughtLength}}
 	keys := redactWith(req.secrets())
 	c.redact = func(s string) string { return keys(rt.Redactor.Redact(s)) }
 	if req.IterationsLeft != nil {
 		c.left = *req.IterationsLeft
 	}
-	if c.prose {
-		c.sigs = ParseSignatures(req.ToolsPrompt)
+	if c.proseForm {
+		c.sigs = prose.ParseSignatures(req.ToolsPrompt)
 	}
 	if err := c.compileTools(); err != nil {
 		return nil, err
 	}
 	now := time.Now().UTC()
-	resp := &StepResponse{SessionID: req.SessionID, Status: StepError, IterationsRemaining: c.left}
+	resp := &Response{SessionID: req.SessionID, Status: StatusError, IterationsRemaining: c.left}
 	if resp.SessionID == "" {
 		resp.SessionID = newUUID()
 	}
@@ -344,17 +101,15 @@ func (rt *Runtime) Step(ctx context.Context, req *StepRequest) (*StepResponse, e
 		return nil, err
 	}
 	sch := c.replySchema()
-	out, err := rt.Backend.Complete(ctx, llm.Request{Kind: llm.KindAction, Messages: msgs, Schema: sch,
+	out, err := rt.Complete(ctx, "a step", llm.Request{Kind: llm.KindAction, Messages: msgs, Schema: sch,
 		Sampling: c.sampling(), MaxTokens: c.maxTokens()})
 	resp.Usage = out.Usage
-	switch {
+	switch kind := agent.KindOf(err); {
 	case err == nil:
-	case ctx.Err() != nil:
-		return nil, contextError(ctx)
-	case errors.Is(err, llm.ErrNoModel):
-		return nil, rt.needModel("a step", "")
-	case errors.Is(err, llm.ErrContextFull):
-		return nil, &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf("conversation_history: %v", err)}
+	case kind == agent.ErrContextTooSmall:
+		return nil, &agent.Error{Kind: agent.ErrContextTooSmall, Err: fmt.Errorf("conversation_history: %v", err)}
+	case kind != agent.ErrInternal: // the end of ctx, no model
+		return nil, err
 	default:
 		resp.Error = c.redact("model call failed: " + err.Error())
 		return resp, nil
@@ -365,9 +120,9 @@ func (rt *Runtime) Step(ctx context.Context, req *StepRequest) (*StepResponse, e
 
 // history is the request's conversation, secrets hidden, every turn with a
 // timestamp, and the query as the last user turn.
-func (c *stepCall) history(now time.Time) []StepTurn {
+func (c *stepCall) history(now time.Time) []Turn {
 	stamp := now.Format("2006-01-02T15:04:05.000Z07:00")
-	out := make([]StepTurn, 0, len(c.req.History)+2)
+	out := make([]Turn, 0, len(c.req.History)+2)
 	for _, t := range c.req.History {
 		t.Content = c.redact(t.Content)
 		if t.ToolCall != nil {
@@ -386,13 +141,13 @@ func (c *stepCall) history(now time.Time) []StepTurn {
 		out = append(out, t)
 	}
 	if strings.TrimSpace(c.req.UserQuery) != "" {
-		out = append(out, StepTurn{Role: RoleUser, Content: c.redact(c.req.UserQuery), Timestamp: stamp})
+		out = append(out, Turn{Role: RoleUser, Content: c.redact(c.req.UserQuery), Timestamp: stamp})
 	}
 	return out
 }
 
 // answer reads the model's reply into resp.
-func (c *stepCall) answer(resp *StepResponse, reply string, sch json.RawMessage, now time.Time) {
+func (c *stepCall) answer(resp *Response, reply string, sch json.RawMessage, now time.Time) {
 	var thought, tool, answer string
 	var args json.RawMessage
 	if sch != nil {
@@ -416,7 +171,7 @@ func (c *stepCall) answer(resp *StepResponse, reply string, sch json.RawMessage,
 			tool, answer = "", a.Answer
 		}
 	} else {
-		pr, err := ParseProse(reply, c.sigs)
+		pr, err := prose.Parse(reply, c.sigs)
 		if err != nil {
 			resp.Error = c.redact("the model's reply has no readable action or answer: " + err.Error())
 			return
@@ -428,15 +183,15 @@ func (c *stepCall) answer(resp *StepResponse, reply string, sch json.RawMessage,
 	stamp := now.Format("2006-01-02T15:04:05.000Z07:00")
 	if tool == "" {
 		a := c.redact(answer)
-		resp.Status, resp.DirectResponse = StepDirectResponse, &a
-		resp.History = append(resp.History, StepTurn{Role: RoleAssistant, Content: a, Timestamp: stamp})
+		resp.Status, resp.DirectResponse = StatusDirectResponse, &a
+		resp.History = append(resp.History, Turn{Role: RoleAssistant, Content: a, Timestamp: stamp})
 		return
 	}
 	args = exec.RedactJSONWith(args, c.redact)
-	resp.Status = StepActionProposed
-	resp.ActionDetails = &StepActionDetails{ToolName: tool, ToolArgs: args, RawActionString: "Action: " + FormatProseAction(tool, args)}
-	resp.History = append(resp.History, StepTurn{Role: RoleAssistant, Content: resp.Thought,
-		ToolCall: &StepToolCall{Name: tool, Parameters: args}, Timestamp: stamp})
+	resp.Status = StatusActionProposed
+	resp.ActionDetails = &ActionDetails{ToolName: tool, ToolArgs: args, RawActionString: "Action: " + prose.FormatAction(tool, args)}
+	resp.History = append(resp.History, Turn{Role: RoleAssistant, Content: resp.Thought,
+		ToolCall: &ToolCall{Name: tool, Parameters: args}, Timestamp: stamp})
 }
 
 // replySchema constrains the reply: the client's tools and final_answer;
@@ -446,7 +201,7 @@ func (c *stepCall) replySchema() json.RawMessage {
 	if c.left <= 0 {
 		return schema.Action([]schema.Tool{final}, c.thought, false)
 	}
-	if c.prose {
+	if c.proseForm {
 		return nil
 	}
 	tools := []schema.Tool{final}
@@ -457,7 +212,7 @@ func (c *stepCall) replySchema() json.RawMessage {
 }
 
 func (c *stepCall) sampling() llm.Sampling {
-	sm := Sampling(c.rt.S)
+	sm := agent.Sampling(c.rt.S)
 	if lc := c.req.LLMConfig; lc != nil && lc.Temperature != nil {
 		sm.Temperature = float32(*lc.Temperature)
 	}
@@ -492,7 +247,7 @@ func (c *stepCall) window() (int, string) {
 // and last the one message that changes every step (the steps left).
 // Context that does not fit the window is left out; a conversation that
 // does not fit is an ErrContextTooSmall error.
-func (c *stepCall) messages(ctx context.Context, history []StepTurn) ([]llm.Message, error) {
+func (c *stepCall) messages(ctx context.Context, history []Turn) ([]llm.Message, error) {
 	head := []llm.Message{{Role: llm.RoleSystem, Content: c.systemPrompt()}}
 	var ctxMsg []llm.Message
 	if parts := c.contextParts(ctx); len(parts) > 0 {
@@ -507,7 +262,7 @@ func (c *stepCall) messages(ctx context.Context, history []StepTurn) ([]llm.Mess
 		}
 		turns = append(turns, m)
 	}
-	next := llm.Message{Role: llm.RoleUser, Content: prompt.Render("step_next", map[string]any{"Left": c.left, "JSON": !c.prose})}
+	next := llm.Message{Role: llm.RoleUser, Content: prompt.Render("step_next", map[string]any{"Left": c.left, "JSON": !c.proseForm})}
 	build := func(withContext bool) []llm.Message {
 		out := append([]llm.Message(nil), head...)
 		if withContext {
@@ -544,7 +299,7 @@ func (c *stepCall) messages(ctx context.Context, history []StepTurn) ([]llm.Mess
 			n = m
 		}
 	}
-	return nil, &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf(
+	return nil, &agent.Error{Kind: agent.ErrContextTooSmall, Err: fmt.Errorf(
 		"conversation_history: the prompt takes %d tokens and the reply needs room for %d, but %s holds %d: send fewer or shorter turns, or start a new session",
 		n, reply, what, window)}
 }
@@ -576,7 +331,7 @@ func (c *stepCall) toolsFit(counter llm.Counter, next llm.Message, reply, window
 	case strings.TrimSpace(c.req.ToolsPrompt) != "":
 		field = "tools and available_tools_prompt_segment"
 	}
-	return &Error{Kind: ErrContextTooSmall, Err: fmt.Errorf(
+	return &agent.Error{Kind: agent.ErrContextTooSmall, Err: fmt.Errorf(
 		"%s: the tools take %d tokens of the prompt (%d with the system prompt) and the reply needs room for %d, but %s holds %d: send fewer tools, or shorter descriptions and schemas",
 		field, with-without, with, reply, what, window)}
 }
@@ -595,7 +350,7 @@ func (c *stepCall) systemPromptWith(tools bool) string {
 	if tools {
 		data["Segment"] = strings.TrimSpace(c.req.ToolsPrompt)
 	}
-	if !c.prose {
+	if !c.proseForm {
 		list := []prompt.Tool{}
 		for _, t := range planner.PromptTools([]exec.Tool{exec.FinalAnswerTool{}}) {
 			list = append(list, t)
@@ -616,12 +371,12 @@ func (c *stepCall) systemPromptWith(tools bool) string {
 // turnMessage is a turn as the model saw or wrote it: an assistant turn in
 // the reply form it was asked for, so a conversation that comes back
 // matches what the model generated.
-func (c *stepCall) turnMessage(t StepTurn, lastTool string) llm.Message {
+func (c *stepCall) turnMessage(t Turn, lastTool string) llm.Message {
 	switch t.Role {
 	case RoleAssistant:
-		if c.prose {
+		if c.proseForm {
 			if t.ToolCall != nil {
-				return llm.Message{Role: llm.RoleAssistant, Content: "Thought: " + t.Content + "\nAction: " + FormatProseAction(t.ToolCall.Name, params(t.ToolCall))}
+				return llm.Message{Role: llm.RoleAssistant, Content: "Thought: " + t.Content + "\nAction: " + prose.FormatAction(t.ToolCall.Name, params(t.ToolCall))}
 			}
 			return llm.Message{Role: llm.RoleAssistant, Content: "Final Answer: " + t.Content}
 		}
@@ -659,7 +414,7 @@ func (c *stepCall) turnMessage(t StepTurn, lastTool string) llm.Message {
 	return llm.Message{Role: llm.RoleUser, Content: prompt.Render("task", prompt.Task{Query: t.Content})}
 }
 
-func params(tc *StepToolCall) json.RawMessage {
+func params(tc *ToolCall) json.RawMessage {
 	if len(tc.Parameters) == 0 || string(tc.Parameters) == "null" {
 		return json.RawMessage(`{}`)
 	}

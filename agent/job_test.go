@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// scriptLines makes script-backend action replies.
+func scriptLines(replies ...string) string {
+	if len(replies) == 0 {
+		// A script with no action reply: every call fails.
+		return `{"kind":"plan","text":"{}"}` + "\n"
+	}
+	var b strings.Builder
+	for _, r := range replies {
+		line, _ := json.Marshal(map[string]string{"kind": "action", "text": r})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// scriptRuntime is a runtime whose model is a script of action replies.
+func scriptRuntime(t *testing.T, replies ...string) *Runtime {
+	t.Helper()
+	rt, err := Open(context.Background(), settings(t, scriptLines(replies...)), Options{Mode: "serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// A job's own settings replace the runtime's for that job only.
+func TestJobSettings(t *testing.T) {
+	rt := scriptRuntime(t,
+		`{"thought":"list the files to see them","tool":"list_files","args":{}}`,
+		`{"thought":"list the files once more","tool":"list_files","args":{"path":"."}}`)
+	js := *rt.S
+	js.NoPlan, js.MaxIterations = true, 1
+	res, err := rt.Run(context.Background(), Job{Query: "q", Settings: &js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State.MaxSteps != 1 || rt.S.NoPlan {
+		t.Fatalf("max steps %d, runtime no-plan %v", res.State.MaxSteps, rt.S.NoPlan)
+	}
+}

@@ -1,11 +1,11 @@
 // Package server is `tact serve`: the ReAct step service (POST
 // /api/agent/react_step), whole runs (POST /v1/runs), /healthz and
 // /metrics over HTTP, on one agent.Runtime whose model stays loaded. The
-// engine does the work (agent.Runtime.Step and Run); this package is the
-// HTTP contract around it: authentication, body limits, the bounded queue
-// in front of the model's parallel sequences, timeouts, status codes,
-// metrics, one log line per request and graceful shutdown. docs/serve.md
-// documents it.
+// engine does the work (agent.Runtime.Run; package stepapi answers a step on
+// it); this package is the HTTP contract around it: authentication, body
+// limits, the bounded queue in front of the model's parallel sequences,
+// timeouts, status codes, metrics, one log line per request and graceful
+// shutdown. docs/serve.md documents it.
 package server
 
 import (

@@ -3,19 +3,19 @@ package server
 import (
 	"net/http"
 
-	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/server/stepapi"
 )
 
 // step is POST /api/agent/react_step: one step of a conversation the
-// client holds (agent.Runtime.Step does the work).
+// client holds (package stepapi does the work, on the server's runtime).
 func (s *Server) step(w http.ResponseWriter, r *http.Request) {
 	body := s.readBody(w, r)
 	if body == nil {
 		return
 	}
 	// Decoding bounds the tools' schemas on their bytes; compiling them and
-	// their grammar (the costly part) happens in Step, once admitted.
-	req, err := agent.DecodeStepRequest(body)
+	// their grammar (the costly part) happens in stepapi.Answer, once admitted.
+	req, err := stepapi.Decode(body)
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, err.Error())
 		return
@@ -28,14 +28,14 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	resp, err := s.rt.Step(ctx, req)
+	resp, err := stepapi.Answer(ctx, s.rt, req)
 	if err != nil {
 		s.engineFailed(ctx, w, r, err)
 		return
 	}
 	ri := info(r)
 	ri.session, ri.usage = resp.SessionID, resp.Usage
-	if resp.Status == agent.StepError {
+	if resp.Status == stepapi.StatusError {
 		ri.err = resp.Error
 	}
 	writeJSON(w, http.StatusOK, resp)

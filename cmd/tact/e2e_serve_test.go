@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/server/stepapi"
 )
 
 const (
@@ -84,16 +84,16 @@ func TestE2EServe(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	step := func(req map[string]any) (int, agent.StepResponse, string) {
+	step := func(req map[string]any) (int, stepapi.Response, string) {
 		body, _ := json.Marshal(req)
 		resp, err := client.Post(base+"/api/agent/react_step", "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Error(err)
-			return 0, agent.StepResponse{}, ""
+			return 0, stepapi.Response{}, ""
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		var sr agent.StepResponse
+		var sr stepapi.Response
 		_ = json.Unmarshal(b, &sr)
 		return resp.StatusCode, sr, string(b)
 	}
@@ -132,16 +132,16 @@ func TestE2EServe(t *testing.T) {
 			t.Fatalf("step %d: %d %s", n+1, code, raw)
 		}
 		switch {
-		case left == 0 && sr.Status != agent.StepDirectResponse:
+		case left == 0 && sr.Status != stepapi.StatusDirectResponse:
 			t.Fatalf("step %d with no steps left: %s", n+1, raw)
-		case sr.Status == agent.StepActionProposed:
+		case sr.Status == stepapi.StatusActionProposed:
 			if _, err := validators[sr.ActionDetails.ToolName].ValidateJSON(sr.ActionDetails.ToolArgs); err != nil {
 				t.Fatalf("step %d: tool_args do not validate: %v\n%s", n+1, err, raw)
 			}
-			req["conversation_history"] = append(sr.History, agent.StepTurn{Role: "tool_observation", Content: "auth.js: login calls check(user, password)",
-				ToolResult: &agent.StepToolResult{Success: true, Result: json.RawMessage(`"1 match"`)}})
+			req["conversation_history"] = append(sr.History, stepapi.Turn{Role: "tool_observation", Content: "auth.js: login calls check(user, password)",
+				ToolResult: &stepapi.ToolResult{Success: true, Result: json.RawMessage(`"1 match"`)}})
 			req["user_query"] = ""
-		case sr.Status == agent.StepDirectResponse:
+		case sr.Status == stepapi.StatusDirectResponse:
 			// An early answer: the client asks a follow-up.
 			req["conversation_history"] = sr.History
 			req["user_query"] = "And where is the password checked?"
@@ -163,7 +163,7 @@ func TestE2EServe(t *testing.T) {
 			code, sr, raw := step(map[string]any{"user_query": fmt.Sprintf("Where is login defined? (%d)", i), "tools": tools, "max_iterations_left": 3})
 			mu.Lock()
 			defer mu.Unlock()
-			if code != 200 || sr.Status == agent.StepError {
+			if code != 200 || sr.Status == stepapi.StatusError {
 				t.Errorf("request %d: %d %s", i, code, raw)
 			}
 			statuses[sr.Status]++

@@ -32,7 +32,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ollama/ollama/llama"
 	"github.com/ollama/ollama/ml"
@@ -476,120 +475,6 @@ func (b *Backend) Close() error {
 
 var errClosed = errors.New("llama backend is closed")
 
-// Complete formats, tokenizes and answers req; see the package comment.
-// On cancellation it returns what was generated so far with ctx's error.
-// Calls beyond Parallel wait for a free sequence; ctx ends the wait.
-func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	if b.sched != nil {
-		return b.completeParallel(ctx, req)
-	}
-	if err := ctx.Err(); err != nil {
-		return llm.Response{}, err
-	}
-	select {
-	case b.serial <- struct{}{}:
-		defer func() { <-b.serial }()
-	case <-ctx.Done():
-		return llm.Response{}, ctx.Err()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return llm.Response{}, errClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return llm.Response{}, err
-	}
-	cpu, err := b.turn(ctx)
-	if err != nil {
-		return llm.Response{Usage: llm.Usage{CPUWaitMS: cpu.waited.Milliseconds()}}, err
-	}
-	b.call = cpu
-	defer func() {
-		b.call = cpuTurn{}
-		cpu.release()
-	}()
-	tokens, err := b.promptTokens(req.Messages)
-	if err != nil {
-		return llm.Response{}, err
-	}
-	if len(tokens) >= b.opts.CtxSize {
-		return llm.Response{}, fmt.Errorf("%w: the prompt is %d tokens, the context holds %d (raise --ctx-size)", ErrContextFull, len(tokens), b.opts.CtxSize)
-	}
-	smpl, err := b.sampler(req)
-	if err != nil {
-		return llm.Response{}, err
-	}
-
-	pin := b.pinnedPrefix(req, tokens)
-	disk := b.loadPinned(pin)
-	reused := b.reuse(tokens)
-	resp := llm.Response{Usage: llm.Usage{PromptTokens: len(tokens) - reused, CachedTokens: reused, DiskCachedTokens: disk, CPUWaitMS: cpu.waited.Milliseconds()}}
-
-	b.abort.set(false)
-	stop := context.AfterFunc(ctx, func() { b.abort.set(true) })
-	defer stop()
-
-	start := time.Now()
-	idx, err := b.decodePrompt(ctx, tokens, reused, pin)
-	b.stats.PromptTime += time.Since(start)
-	b.stats.Calls++
-	b.stats.PromptReused += reused
-	if err != nil {
-		// Count what was decoded before the error or cancellation.
-		resp.Usage.PromptTokens = max(len(b.cache)-reused, 0)
-		b.stats.PromptEvaluated += resp.Usage.PromptTokens
-		smpl.free()
-		return resp, err
-	}
-	b.stats.PromptEvaluated += resp.Usage.PromptTokens
-	start = time.Now()
-	defer func() {
-		b.stats.GenTime += time.Since(start)
-		b.stats.Generated += resp.Usage.CompletionTokens
-		if len(req.Schema) > 0 {
-			b.stats.GrammarTokens += resp.Usage.CompletionTokens
-			b.stats.GrammarFullPasses += smpl.fullPasses()
-		}
-		slog.Debug("llama call", "kind", req.Kind, "prompt_evaluated", resp.Usage.PromptTokens,
-			"prompt_reused", resp.Usage.CachedTokens, "generated", resp.Usage.CompletionTokens,
-			"grammar_full_passes", smpl.fullPasses(), "ms", time.Since(start).Milliseconds())
-		smpl.free()
-	}()
-
-	out := pieceWriter{onToken: req.OnToken}
-	finish := func(err error) (llm.Response, error) {
-		out.flush()
-		resp.Text = out.text.String()
-		return resp, err
-	}
-	for {
-		tok, err := smpl.sample(b.lc, idx)
-		if err != nil {
-			return finish(err)
-		}
-		eog := b.model.TokenIsEog(tok)
-		smpl.accept(tok, eog)
-		if eog {
-			return finish(nil)
-		}
-		resp.Usage.CompletionTokens++
-		out.write(b.model.TokenToPiece(tok))
-		if req.MaxTokens > 0 && resp.Usage.CompletionTokens >= req.MaxTokens {
-			return finish(nil)
-		}
-		if err := ctx.Err(); err != nil {
-			return finish(err)
-		}
-		if len(b.cache) >= b.opts.CtxSize {
-			return finish(fmt.Errorf("%w after %d generated tokens (context %d tokens; raise --ctx-size or lower --max-tokens)", ErrContextFull, resp.Usage.CompletionTokens, b.opts.CtxSize))
-		}
-		if idx, err = b.decode(ctx, []int{tok}); err != nil {
-			return finish(err)
-		}
-	}
-}
-
 // promptTokens formats and tokenizes the conversation, ending with the
 // assistant's turn.
 func (b *Backend) promptTokens(msgs []llm.Message) ([]int, error) {
@@ -637,85 +522,6 @@ func (b *Backend) tokenizePrompt(text string) ([]int, error) {
 		tokens = tokens[1:]
 	}
 	return tokens, nil
-}
-
-// reuse keeps the longest prefix of tokens already in the KV cache and drops
-// the rest of the cache; it returns how many tokens need no evaluation. At
-// least one token is always left to evaluate: its logits start sampling.
-func (b *Backend) reuse(tokens []int) int {
-	n := commonPrefix(b.cache, tokens)
-	if n == len(tokens) {
-		n--
-	}
-	if n < len(b.cache) {
-		if !b.lc.KvCacheSeqRm(0, n, -1) {
-			// Some memory types (recurrent) cannot drop a suffix.
-			b.lc.KvCacheClear()
-			n = 0
-		}
-		b.cache = b.cache[:n]
-	}
-	return n
-}
-
-func commonPrefix(a, b []int) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
-// decode evaluates tokens after the cache in chunks of BatchSize (fitBatch
-// while the call's threads may change), asking for logits of the last one
-// only, and returns that token's index in its batch. Before each chunk the
-// call's CPU turn is fitted to its fair share (fitCPU). Every decoded chunk
-// joins b.cache, so the cache list always matches the KV cache, also after
-// an error or a cancellation.
-func (b *Backend) decode(ctx context.Context, tokens []int) (int, error) {
-	idx := 0
-	for start := 0; start < len(tokens); {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		b.fitCPU()
-		size := b.opts.BatchSize
-		if b.resizable() {
-			size = min(size, fitBatch)
-		}
-		chunk := tokens[start:min(start+size, len(tokens))]
-		last := start+len(chunk) == len(tokens)
-		b.batch.Clear()
-		pos := len(b.cache)
-		for i, t := range chunk {
-			b.batch.Add(t, nil, pos+i, last && i == len(chunk)-1, 0)
-		}
-		if err := b.lc.Decode(b.batch); err != nil {
-			// llama.cpp rolled back the failed chunk; make sure of it.
-			b.lc.KvCacheSeqRm(0, len(b.cache), -1)
-			if b.abort.isSet() {
-				if ctx.Err() != nil {
-					return 0, ctx.Err()
-				}
-				// A late abort from an earlier call's cancelled context
-				// (context.AfterFunc does not wait): clear it, try again.
-				b.abort.set(false)
-				continue
-			}
-			if errors.Is(err, llama.ErrKvCacheFull) {
-				return 0, fmt.Errorf("%w: no room for %d more tokens after %d (context %d)", ErrContextFull, len(chunk), len(b.cache), b.opts.CtxSize)
-			}
-			b.lc.KvCacheClear()
-			b.cache = nil
-			return 0, fmt.Errorf("llama.cpp decode: %w", err)
-		}
-		b.cache = append(b.cache, chunk...)
-		idx = len(chunk) - 1
-		start += len(chunk)
-	}
-	return idx, nil
 }
 
 // sampler builds the request's sampler: defaults for zero fields, the
@@ -808,44 +614,6 @@ func (b *Backend) grammar(schema []byte) (*grammarSampler, error) {
 
 // maxGrammars bounds the parsed grammars kept, one a distinct schema.
 const maxGrammars = 64
-
-// pieceWriter collects a reply's pieces and passes them on to OnToken
-// whole runes at a time: a token may end inside a UTF-8 sequence.
-type pieceWriter struct {
-	onToken func(string)
-	text    strings.Builder
-	pending []byte // bytes of a UTF-8 sequence split across tokens
-}
-
-func (w *pieceWriter) write(piece string) {
-	w.text.WriteString(piece)
-	w.pending = append(w.pending, piece...)
-	w.emit(completeUTF8(w.pending))
-}
-
-// flush passes on what is left, complete or not: the reply has ended.
-func (w *pieceWriter) flush() { w.emit(len(w.pending)) }
-
-func (w *pieceWriter) emit(n int) {
-	if n > 0 && w.onToken != nil {
-		w.onToken(string(w.pending[:n]))
-	}
-	w.pending = w.pending[n:]
-}
-
-// completeUTF8 is the length of buf's prefix that does not end inside a
-// UTF-8 sequence (invalid bytes count as complete).
-func completeUTF8(buf []byte) int {
-	for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(buf[i]) {
-			if !utf8.FullRune(buf[i:]) {
-				return i
-			}
-			break
-		}
-	}
-	return len(buf)
-}
 
 // controlTexts lists the texts of the model's control tokens (such as
 // <|im_end|>): tokens that the tokenizer produces from their text only

@@ -65,7 +65,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -82,22 +81,6 @@ const (
 	jobAdmitted
 	jobWithdrawn
 )
-
-// stepHook, when set (by tests), runs before each decode on the scheduler
-// goroutine.
-var stepHook func(s *sched)
-
-// followMin is the fewest extra prefix tokens worth waiting for another
-// slot to evaluate.
-const followMin = 8
-
-// slot is one KV sequence.
-type slot struct {
-	seq   int
-	cache []int // tokens held in the KV cache for this sequence, in order
-	job   *job  // nil: free
-	used  int   // admission counter of the last job, for least recently used
-}
 
 // job is one Complete call in parallel mode.
 type job struct {
@@ -172,6 +155,10 @@ type sched struct {
 	turn     *cpuTurn // nil: no CPU turn held
 	rot      int      // rotates the generated tokens when more than a batch wait
 	exited   chan struct{}
+
+	// stepHook, when set (by tests, before the calls they watch), runs
+	// before each decode on the scheduler goroutine.
+	stepHook func(s *sched)
 }
 
 func newSched(b *Backend, n int) *sched {
@@ -251,18 +238,9 @@ func (b *Backend) completeParallel(ctx context.Context, req llm.Request) (llm.Re
 		b.mu.Unlock()
 		return llm.Response{}, err
 	}
-	tokens, err := b.promptTokens(req.Messages)
-	if err == nil && len(tokens) >= b.opts.CtxSize {
-		err = fmt.Errorf("%w: the prompt is %d tokens, the context holds %d (raise --ctx-size)", ErrContextFull, len(tokens), b.opts.CtxSize)
-	}
-	var smpl *sampler
-	var pin []int
-	if err == nil {
-		smpl, err = b.sampler(req)
-		// Here rather than on the scheduler goroutine: formatting and
-		// tokenizing would hold up every sequence's decode.
-		pin = b.pinnedPrefix(req, tokens)
-	}
+	// Here rather than on the scheduler goroutine: formatting and
+	// tokenizing would hold up every sequence's decode.
+	tokens, smpl, pin, err := b.prepare(req)
 	b.mu.Unlock()
 	if err != nil {
 		return llm.Response{}, err
@@ -387,16 +365,8 @@ func (s *sched) finish(j *job, err error) {
 		b.stats.PromptReused += j.usage.CachedTokens
 		b.stats.PromptCopied += j.copied
 	}
-	b.stats.Generated += j.usage.CompletionTokens
-	if len(j.req.Schema) > 0 {
-		b.stats.GrammarTokens += j.usage.CompletionTokens
-		b.stats.GrammarFullPasses += j.smpl.fullPasses()
-	}
+	b.callDone(j.req, j.usage, j.smpl, time.Since(j.submitted))
 	b.mu.Unlock()
-	slog.Debug("llama call", "kind", j.req.Kind, "prompt_evaluated", j.usage.PromptTokens,
-		"prompt_reused", j.usage.CachedTokens, "generated", j.usage.CompletionTokens,
-		"grammar_full_passes", j.smpl.fullPasses(), "ms", time.Since(j.submitted).Milliseconds())
-	j.smpl.free()
 	j.err = err
 	close(j.done)
 }
@@ -465,134 +435,11 @@ func (s *sched) releaseTurn() {
 	}
 }
 
-// admit gives free slots to queued jobs, oldest first.
-func (s *sched) admit() {
-	for len(s.queue) > 0 {
-		var free []*slot
-		for _, sl := range s.slots {
-			if sl.job == nil {
-				free = append(free, sl)
-			}
-		}
-		if len(free) == 0 {
-			return
-		}
-		j := s.queue[0]
-		s.queue = s.queue[1:]
-		if !j.state.CompareAndSwap(jobQueued, jobAdmitted) {
-			s.finish(j, j.ctx.Err()) // withdrawn
-			continue
-		}
-		s.start(j, free)
-	}
-}
-
-// usable is how many of tokens a sequence holding cache can skip: their
-// common prefix, leaving at least one token to evaluate for its logits.
-func usable(cache, tokens []int) int {
-	return min(commonPrefix(cache, tokens), len(tokens)-1)
-}
-
-// start puts j in the free slot with the longest common prefix (the least
-// recently used on a tie) and takes a longer prefix from another slot: by
-// copying what it holds, or by waiting for what it is evaluating.
-func (s *sched) start(j *job, free []*slot) {
-	best, own := free[0], -1
-	for _, sl := range free {
-		if n := usable(sl.cache, j.prompt); n > own || (n == own && sl.used < best.used) {
-			best, own = sl, n
-		}
-	}
-	sl := best
-	s.admitted++
-	j.order, sl.used = s.admitted, s.admitted
-	j.slot, sl.job = sl, j
-	s.active = append(s.active, j)
-
-	var src *slot
-	avail, future := own, own
-	var srcJob *job
-	for _, o := range s.slots {
-		if o == sl {
-			continue
-		}
-		if n := usable(o.cache, j.prompt); n > avail {
-			src, avail = o, n
-		}
-	}
-	for _, o := range s.slots {
-		if o == sl || o.job == nil || o.job.next >= len(o.job.prompt) {
-			continue
-		}
-		if n := usable(o.job.prompt, j.prompt); n > future {
-			srcJob, future = o.job, n
-		}
-	}
-	s.trim(sl, own)
-	if src != nil {
-		s.copyPrefix(src, sl, avail)
-	}
-	// A pinned prefix that no sequence holds may be on disk (promptcache.go).
-	j.usage.DiskCachedTokens = s.b.seedSlot(sl, j)
-	j.next = len(sl.cache)
-	j.usage.CachedTokens = j.next
-	if srcJob != nil && future >= len(sl.cache)+followMin {
-		j.follow, j.followOf, j.followN = srcJob.slot, srcJob, future
-	}
-}
-
-// trim keeps the first n tokens of sl's sequence.
-func (s *sched) trim(sl *slot, n int) {
-	if n >= len(sl.cache) {
-		return
-	}
-	if !s.b.lc.KvCacheSeqRm(sl.seq, n, -1) {
-		// Some memory types (recurrent) cannot drop a suffix.
-		s.b.lc.KvCacheSeqRm(sl.seq, -1, -1)
-		n = 0
-	}
-	sl.cache = sl.cache[:n]
-}
-
-// copyPrefix makes dst's sequence the first n tokens of src's.
-func (s *sched) copyPrefix(src, dst *slot, n int) {
-	lc := s.b.lc
-	lc.KvCacheSeqRm(dst.seq, -1, -1)
-	// A split cache copies whole streams only.
-	lc.KvCacheSeqCp(src.seq, dst.seq, -1, -1)
-	lc.KvCacheSeqRm(dst.seq, n, -1)
-	dst.cache = append(dst.cache[:0], src.cache[:n]...)
-	if dst.job != nil {
-		dst.job.copied = n
-	}
-}
-
-// resolve ends the waits that are over: the slot followed holds the prefix,
-// or it will not any more (its job ended or moved on).
-func (s *sched) resolve(force bool) {
-	for _, j := range s.active {
-		if j.follow == nil {
-			continue
-		}
-		src := j.follow
-		have := usable(src.cache, j.prompt)
-		if !force && have < j.followN && src.job == j.followOf && src.job.next < len(src.job.prompt) {
-			continue
-		}
-		j.follow, j.followOf = nil, nil
-		if have > len(j.slot.cache) {
-			s.copyPrefix(src, j.slot, have)
-			j.next = have
-			j.usage.CachedTokens = have
-		}
-	}
-}
-
 // step decodes one batch and samples from it.
 func (s *sched) step() {
 	b := s.b
-	if stepHook != nil {
-		stepHook(s)
+	if s.stepHook != nil {
+		s.stepHook(s)
 	}
 	s.resolve(false)
 	batch := s.plan()
@@ -758,94 +605,4 @@ func (s *sched) plan() []*job {
 		batch = append(batch, j)
 	}
 	return batch
-}
-
-// draw is a job's next token, drawn from the batch just decoded.
-type draw struct {
-	tok   int
-	eog   bool
-	piece string
-	err   error
-}
-
-// drawAll draws the next token of every job in ready, concurrently on up
-// to the call's threads: the decode is over, so ggml's threads are idle,
-// and with a grammar a draw costs about 2 ms (a full pass over the
-// vocabulary for most tokens of a random-weight model), which on one
-// goroutine added about half a decode's time per round at 16 sequences.
-// Each job's sampler is its own; the context's logits are only read once
-// the first draw has put them in order (llama_get_logits_ith reorders
-// them on its first call after a decode).
-func (s *sched) drawAll(ready []*job) {
-	if len(ready) == 0 {
-		return
-	}
-	s.draw(ready[0])
-	rest := ready[1:]
-	workers := min(max(s.b.threads, 1), len(rest))
-	if workers <= 1 {
-		for _, j := range rest {
-			s.draw(j)
-		}
-		return
-	}
-	var next atomic.Int32
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(rest) {
-					return
-				}
-				s.draw(rest[i])
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// draw samples j's next token and advances its sampler; safe to run for
-// different jobs at once.
-func (s *sched) draw(j *job) {
-	b := s.b
-	tok, err := j.smpl.sample(b.lc, j.idx)
-	j.idx = -1
-	if err != nil {
-		j.drawn = draw{err: err}
-		return
-	}
-	eog := b.model.TokenIsEog(tok)
-	j.smpl.accept(tok, eog)
-	j.drawn = draw{tok: tok, eog: eog}
-	if !eog {
-		j.drawn.piece = b.model.TokenToPiece(tok)
-	}
-}
-
-// sample applies j's drawn token: the job ends or goes on generating.
-func (s *sched) sample(j *job) {
-	b := s.b
-	d := j.drawn
-	j.drawn = draw{}
-	if d.err != nil {
-		s.finish(j, d.err)
-		return
-	}
-	if d.eog {
-		s.finish(j, nil)
-		return
-	}
-	j.usage.CompletionTokens++
-	j.push(d.piece)
-	switch {
-	case j.req.MaxTokens > 0 && j.usage.CompletionTokens >= j.req.MaxTokens:
-		s.finish(j, nil)
-	case j.cancelled.Load():
-		s.finish(j, j.ctx.Err())
-	case len(j.slot.cache) >= b.opts.CtxSize:
-		s.finish(j, fmt.Errorf("%w after %d generated tokens (context %d tokens; raise --ctx-size or lower --max-tokens)", ErrContextFull, j.usage.CompletionTokens, b.opts.CtxSize))
-	default:
-		j.last = d.tok
-	}
 }

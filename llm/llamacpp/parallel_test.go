@@ -189,7 +189,7 @@ func TestParallelCancelOne(t *testing.T) {
 	// until the cancel has reached the job (it travels through a goroutine
 	// of context.AfterFunc): a caller's token callback, or that goroutine
 	// on a busy machine, lags the scheduler by a varying few tokens.
-	stepHook = func(s *sched) {
+	b.sched.stepHook = func(s *sched) {
 		for _, j := range s.active {
 			if j.req.Sampling.Seed == 3 && j.usage.CompletionTokens >= 5 && !j.cancelled.Load() {
 				cancel()
@@ -199,11 +199,10 @@ func TestParallelCancelOne(t *testing.T) {
 			}
 		}
 	}
-	t.Cleanup(func() { stepHook = nil })
 	b.Reset()
 	start := time.Now()
 	got := completeAll(b, []context.Context{nil, ctx, nil}, reqs)
-	stepHook = nil
+	b.sched.stepHook = nil
 	if !errors.Is(got[1].err, context.Canceled) {
 		t.Fatalf("cancelled call: err = %v", got[1].err)
 	}
@@ -238,7 +237,7 @@ func TestParallelMoreCallersThanSlots(t *testing.T) {
 	// caller's own bookkeeping would lag behind its slot's release).
 	var mu sync.Mutex
 	most := 0
-	stepHook = func(s *sched) {
+	b.sched.stepHook = func(s *sched) {
 		mu.Lock()
 		most = max(most, len(s.active))
 		mu.Unlock()
@@ -278,7 +277,7 @@ func TestParallelMoreCallersThanSlots(t *testing.T) {
 	release := make(chan struct{})
 	busy := make(chan struct{})
 	var once sync.Once
-	stepHook = func(s *sched) {
+	b.sched.stepHook = func(s *sched) {
 		select {
 		case <-release:
 			return
@@ -293,7 +292,6 @@ func TestParallelMoreCallersThanSlots(t *testing.T) {
 			<-release
 		}
 	}
-	t.Cleanup(func() { stepHook = nil })
 	for i := range slots {
 		wg.Go(func() { b.Complete(context.Background(), llm.Request{Messages: conversation(i), MaxTokens: 8}) })
 	}
@@ -362,14 +360,13 @@ func TestParallelClose(t *testing.T) {
 	closing := make(chan struct{})
 	busy := make(chan struct{})
 	var once sync.Once
-	stepHook = func(s *sched) {
+	b.sched.stepHook = func(s *sched) {
 		// No decode until all four calls are in (running or waiting), so
 		// none can end on its own first.
 		waitForCalls(s, 4)
 		once.Do(func() { close(busy) })
 		<-closing
 	}
-	t.Cleanup(func() { stepHook = nil })
 	errs := make(chan error, 4)
 	for i := range 4 {
 		go func() {

@@ -476,7 +476,7 @@ func TestPromptCacheSeedsParallel(t *testing.T) {
 	// read back is the file's payload.
 	var mu sync.Mutex
 	checked := 0
-	stepHook = func(s *sched) {
+	p.sched.stepHook = func(s *sched) {
 		for _, sl := range s.slots {
 			if sl.job == nil || len(sl.cache) != len(pin) || sl.job.usage.DiskCachedTokens == 0 || sl.job.next != len(pin) {
 				continue
@@ -493,7 +493,6 @@ func TestPromptCacheSeedsParallel(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	defer func() { stepHook = nil }()
 	var reqs []llm.Request
 	for i := range 6 {
 		reqs = append(reqs, pinnedReq(strings.Repeat("q", i+1)))
@@ -508,7 +507,7 @@ func TestPromptCacheSeedsParallel(t *testing.T) {
 		}
 		disk += r.resp.Usage.DiskCachedTokens
 	}
-	stepHook = nil
+	p.sched.stepHook = nil
 	if st := p.Stats(); st.DiskLoads != 1 || disk != len(pin) || st.DiskSaves != 0 {
 		t.Fatalf("%d loads, %d tokens from disk, %d saves; want one load of %d tokens, no save", st.DiskLoads, disk, st.DiskSaves, len(pin))
 	}

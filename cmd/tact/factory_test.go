@@ -43,8 +43,8 @@ func countingFactory(stdin string) (f *factory, opens *int, stdout, stderr *byte
 }
 
 // The runtime (the model, MCP servers, trace) is opened only by commands
-// that run a job, only once their input is read, and at most once; the
-// factory closes it.
+// that run a job or list what a run has (tools, without a model), only
+// once their input is read, and at most once; the factory closes it.
 func TestFactoryOpensLazilyOnce(t *testing.T) {
 	dir := factoryEnv(t)
 	plan := filepath.Join(dir, "plan.jsonl")
@@ -63,7 +63,7 @@ func TestFactoryOpensLazilyOnce(t *testing.T) {
 		code  int
 	}{
 		{[]string{"version"}, "", 0, 0},
-		{[]string{"tools"}, "", 0, 0},
+		{[]string{"tools"}, "", 1, 0}, // model-free: the registry and redactor a run has
 		{[]string{"models", "list"}, "", 0, 0},
 		{[]string{"run", "--help"}, "", 0, 0},
 		{[]string{"run", ws}, "", 0, 2},                              // empty query

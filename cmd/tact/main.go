@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -166,26 +165,8 @@ func tactMain() int {
 	if oerr := outputError(streams.Out); oerr != nil && !errors.As(err, new(*outfile.Error)) {
 		err = oerr
 	}
-	if errors.As(err, new(*outfile.Error)) {
-		err = &exitError{Code: exitOutput, Err: err}
-	}
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	code := exitInternal
-	if errors.As(err, &ee) {
-		code = ee.Code
-	} else if strings.HasPrefix(err.Error(), "unknown command ") {
-		// cobra reports unknown subcommands of a command without Run itself.
-		code = exitUsage
-	}
-	if code == 130 {
-		if c := sigCode(); c != 0 {
-			code = c
-		}
-	}
-	if msg := strings.TrimSpace(err.Error()); msg != "" && !errors.Is(err, errSilent) {
+	code := exitCode(err, sigCode())
+	if msg := errorMessage(err); msg != "" {
 		fmt.Fprintln(streams.ErrOut, "tact: "+termLine(msg)) // may quote a server, a file or a model
 	}
 	return code

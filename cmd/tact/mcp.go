@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/buildinfo"
 	"github.com/tactcli/tact/mcp"
 )
@@ -27,17 +27,6 @@ func loadMCPConfig(s *config.Settings) (*mcp.Config, error) {
 		return nil, badInput(err)
 	}
 	return cfg, nil
-}
-
-// startMCP starts the configured servers (only, when not nil, limits them)
-// and returns base plus their tools. The Manager is nil without servers;
-// Close on nil is a no-op.
-func startMCP(ctx context.Context, cfg *mcp.Config, only []string, base *exec.Registry) (*mcp.Manager, *exec.Registry) {
-	if cfg == nil || len(cfg.Servers) == 0 {
-		return nil, base
-	}
-	m := mcp.Start(ctx, cfg, only, mcp.Options{ClientVersion: buildinfo.Version, Log: slog.Default()})
-	return m, m.Registry(base)
 }
 
 // planServers names the servers whose tools (SERVER.TOOL) a plan's rows
@@ -63,13 +52,22 @@ func planServers(data []byte) []string {
 	return out
 }
 
-func newMCPCmd(s *config.Settings, streams *iostreams) *cobra.Command {
+// mcpListOptions is tact mcp list's test seam: everything it needs, parsed.
+type mcpListOptions struct {
+	IO      *iostreams
+	S       *config.Settings
+	Runtime runtimeFunc
+	JSON    bool
+}
+
+// newMCPCmd makes tact mcp; runF (nil: mcpListRun) runs its list, for tests.
+func newMCPCmd(f *factory, runF func(context.Context, *mcpListOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "MCP servers: tools from Model Context Protocol servers (see docs/mcp.md)",
 		Args:  cobra.NoArgs,
 	}
-	var asJSON bool
+	o := &mcpListOptions{IO: f.IO, S: f.Settings, Runtime: f.Runtime}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Start each configured MCP server and show its state and tool count",
@@ -78,52 +76,55 @@ func newMCPCmd(s *config.Settings, streams *iostreams) *cobra.Command {
 			"failed, disabled) and number of tools; --json prints one object per server.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cfg, err := loadMCPConfig(s)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(c.Context(), o)
 			}
-			redactStderr(streams, mcpRedactor(cfg))
-			m := mcp.Start(c.Context(), cfg, nil, mcp.Options{ClientVersion: buildinfo.Version, Log: slog.Default()})
-			defer m.Close()
-			red := mcpRedactor(cfg)
-			var buf bytes.Buffer
-			if asJSON {
-				enc := json.NewEncoder(&buf)
-				enc.SetEscapeHTML(false)
-				for _, st := range m.Status() {
-					if err := enc.Encode(st); err != nil {
-						return err
-					}
-				}
-			} else if len(cfg.Servers) == 0 {
-				fmt.Fprintf(&buf, "no MCP servers configured (%s)\n", termCell(cfg.Path))
-			} else {
-				tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tERROR")
-				// A failed server's error carries its last stderr line.
-				for _, st := range m.Status() {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", termCell(st.Name), st.Transport, st.State, st.Tools, termCell(st.Error))
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
-			_, err = streams.Out.Write(termJSON(red.RedactJSON(buf.Bytes())))
-			return err
+			return mcpListRun(c.Context(), o)
 		},
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object per server: name, transport, state, tools, error")
-	list.Flags().StringVar(&s.MCPConfig, "mcp-config", s.MCPConfig, "MCP servers `FILE` (default $XDG_CONFIG_HOME/tact/mcp.json)")
+	list.Flags().BoolVar(&o.JSON, "json", false, "one JSON object per server: name, transport, state, tools, error")
+	list.Flags().StringVar(&f.Settings.MCPConfig, "mcp-config", f.Settings.MCPConfig, "MCP servers `FILE` (default $XDG_CONFIG_HOME/tact/mcp.json)")
 	cmd.AddCommand(list)
 	return cmd
 }
 
-// mcpRedactor redacts the MCP config's secrets and the environment's, for
-// commands other than run, plan and exec (whose redactor covers them).
-func mcpRedactor(cfg *mcp.Config) *exec.Redactor {
-	red, err := exec.NewRedactor(append(os.Environ(), cfg.SecretEnviron()...), nil)
+func mcpListRun(ctx context.Context, o *mcpListOptions) error {
+	modelFree(o.S)
+	// The runtime checks the settings and the servers file and knows the
+	// secrets; it starts no server (the runtime does not report their
+	// states), the listing starts them itself below.
+	rt, err := o.Runtime(ctx, agent.Options{Mode: "mcp", MCPServers: []string{}})
 	if err != nil {
-		return nil // only patterns can fail, and there are none
+		return engineExit(err)
 	}
-	return red
+	cfg, err := loadMCPConfig(o.S)
+	if err != nil {
+		return err
+	}
+	m := mcp.Start(ctx, cfg, nil, mcp.Options{ClientVersion: buildinfo.Version, Log: slog.Default()})
+	defer m.Close()
+	var buf bytes.Buffer
+	if o.JSON {
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		for _, st := range m.Status() {
+			if err := enc.Encode(st); err != nil {
+				return err
+			}
+		}
+	} else if len(cfg.Servers) == 0 {
+		fmt.Fprintf(&buf, "no MCP servers configured (%s)\n", termCell(cfg.Path))
+	} else {
+		tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tERROR")
+		// A failed server's error carries its last stderr line.
+		for _, st := range m.Status() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", termCell(st.Name), st.Transport, st.State, st.Tools, termCell(st.Error))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err = o.IO.Out.Write(termJSON(rt.Redactor.RedactJSON(buf.Bytes())))
+	return err
 }

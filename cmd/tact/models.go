@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/text"
@@ -22,7 +20,8 @@ import (
 
 // newModelsCmd is `tact models`: list, show and pull GGUF models in the
 // models directory.
-func newModelsCmd(s *config.Settings) *cobra.Command {
+func newModelsCmd(f *factory) *cobra.Command {
+	s := f.Settings
 	cmd := &cobra.Command{
 		Use:   "models",
 		Short: "List, inspect and download GGUF models",
@@ -33,12 +32,21 @@ func newModelsCmd(s *config.Settings) *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	cmd.PersistentFlags().StringVar(&s.ModelsDir, "models-dir", s.ModelsDir, "models `DIR` (default $TACT_MODELS_DIR, else $XDG_DATA_HOME/tact/models)")
-	cmd.AddCommand(newModelsListCmd(s), newModelsShowCmd(s), newModelsPullCmd(s), newModelsCatalogCmd(s), newModelsCacheCmd(s))
+	cmd.AddCommand(newModelsListCmd(f, nil), newModelsShowCmd(f, nil), newModelsPullCmd(f, nil), newModelsCatalogCmd(f, nil), newModelsCacheCmd(f))
 	return cmd
 }
 
-func newModelsListCmd(s *config.Settings) *cobra.Command {
-	var asJSON bool
+// modelsListOptions is tact models list's test seam.
+type modelsListOptions struct {
+	IO   *iostreams
+	S    *config.Settings
+	JSON bool
+}
+
+// newModelsListCmd makes tact models list; runF (nil: modelsListRun) runs
+// it, for tests.
+func newModelsListCmd(f *factory, runF func(context.Context, *modelsListOptions) error) *cobra.Command {
+	o := &modelsListOptions{IO: f.IO, S: f.Settings}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the models in the models directory",
@@ -47,60 +55,68 @@ func newModelsListCmd(s *config.Settings) *cobra.Command {
 			"device, socket or directory, which is never opened) is listed too, with ? columns and its\n" +
 			"error as a warning on stderr (with --json, in its \"error\" field).",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir := s.ModelsDirectory()
-			var infos []models.Info
-			err := untilCancelled(cmd.Context(), "models list", func() (err error) {
-				infos, err = models.List(dir)
-				return err
-			})
-			if err != nil {
-				return err
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), o)
 			}
-			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if asJSON {
-				enc := json.NewEncoder(termJSONWriter{out}) // names and metadata come from the files
-				enc.SetEscapeHTML(false)
-				for _, in := range infos {
-					if err := enc.Encode(in); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			if len(infos) == 0 {
-				if !s.Quiet {
-					fmt.Fprintf(errOut, "no models in %s; add one with: tact models pull %s (see tact models catalog)\n", dir, models.DefaultCatalogEntry().Name)
-				}
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tARCH\tPARAMS\tQUANT\tCTX\tSIZE")
-			for _, in := range infos {
-				if in.Error != "" {
-					size := "-" // nothing to measure: not a regular file, or empty
-					if in.Size > 0 {
-						size = fmtFileSize(in.Size)
-					}
-					fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\n", termCell(in.Name), size)
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termCell(in.Name), termCell(in.Architecture), fmtParamCount(in.ParameterCount),
-					termCell(dashIfEmpty(in.Quantization)), dashIfEmpty(fmtCount(in.ContextLength)), fmtFileSize(in.Size))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			for _, in := range infos {
-				if in.Error != "" {
-					fmt.Fprintf(errOut, "tact: warning: %s\n", termLine(in.Error))
-				}
-			}
-			return nil
+			return modelsListRun(c.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per model and line")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "one JSON object per model and line")
 	return cmd
+}
+
+func modelsListRun(ctx context.Context, o *modelsListOptions) error {
+	s := o.S
+	dir := s.ModelsDirectory()
+	var infos []models.Info
+	err := untilCancelled(ctx, "models list", func() (err error) {
+		infos, err = models.List(dir)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	out, errOut := o.IO.Out, o.IO.ErrOut
+	if o.JSON {
+		enc := json.NewEncoder(termJSONWriter{out}) // names and metadata come from the files
+		enc.SetEscapeHTML(false)
+		for _, in := range infos {
+			if err := enc.Encode(in); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(infos) == 0 {
+		if !s.Quiet {
+			fmt.Fprintf(errOut, "no models in %s; add one with: tact models pull %s (see tact models catalog)\n", dir, models.DefaultCatalogEntry().Name)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tARCH\tPARAMS\tQUANT\tCTX\tSIZE")
+	for _, in := range infos {
+		if in.Error != "" {
+			size := "-" // nothing to measure: not a regular file, or empty
+			if in.Size > 0 {
+				size = fmtFileSize(in.Size)
+			}
+			fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\n", termCell(in.Name), size)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termCell(in.Name), termCell(in.Architecture), fmtParamCount(in.ParameterCount),
+			termCell(dashIfEmpty(in.Quantization)), dashIfEmpty(fmtCount(in.ContextLength)), fmtFileSize(in.Size))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, in := range infos {
+		if in.Error != "" {
+			fmt.Fprintf(errOut, "tact: warning: %s\n", termLine(in.Error))
+		}
+	}
+	return nil
 }
 
 // modelDetails is `models show --json`: the model's metadata plus the chat
@@ -111,8 +127,18 @@ type modelDetails struct {
 	ChatFormatWarning string `json:"chat_format_warning,omitempty"`
 }
 
-func newModelsShowCmd(s *config.Settings) *cobra.Command {
-	var asJSON bool
+// modelsShowOptions is tact models show's test seam.
+type modelsShowOptions struct {
+	IO   *iostreams
+	S    *config.Settings
+	Args []string // the model NAME or PATH, if given
+	JSON bool
+}
+
+// newModelsShowCmd makes tact models show; runF (nil: modelsShowRun)
+// runs it, for tests.
+func newModelsShowCmd(f *factory, runF func(context.Context, *modelsShowOptions) error) *cobra.Command {
+	o := &modelsShowOptions{IO: f.IO, S: f.Settings}
 	cmd := &cobra.Command{
 		Use:   "show [NAME|PATH]",
 		Short: "Show a model's main metadata, chat format and chat template",
@@ -122,39 +148,48 @@ func newModelsShowCmd(s *config.Settings) *cobra.Command {
 			"are not printed. Without NAME: the model in TACT_MODEL, else the only model in the models\n" +
 			"directory. A name that is not a regular GGUF file is an error naming the file (exit 2).",
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := s.Model
-			if len(args) == 1 {
-				name = args[0]
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Args = args
+			if runF != nil {
+				return runF(c.Context(), o)
 			}
-			var info *models.Info
-			err := untilCancelled(cmd.Context(), "models show", func() error {
-				path, err := models.Resolve(name, s.ModelsDirectory())
-				if errors.Is(err, models.ErrNoModel) {
-					return badInputf("no model given and none in %s", s.ModelsDirectory())
-				}
-				if err != nil {
-					return badInput(err)
-				}
-				info, err = models.Inspect(path)
-				return badInput(err)
-			})
-			if err != nil {
-				return err
-			}
-			f, warning := models.NewFormatter(info)
-			d := modelDetails{Info: *info, ChatFormat: f.Name(), ChatFormatWarning: warning}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetEscapeHTML(false)
-				return enc.Encode(d)
-			}
-			return writeDetails(out, d)
+			return modelsShowRun(c.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+func modelsShowRun(ctx context.Context, o *modelsShowOptions) error {
+	s := o.S
+	name := s.Model
+	if len(o.Args) == 1 {
+		name = o.Args[0]
+	}
+	var info *models.Info
+	err := untilCancelled(ctx, "models show", func() error {
+		path, err := models.Resolve(name, s.ModelsDirectory())
+		if errors.Is(err, models.ErrNoModel) {
+			return badInputf("no model given and none in %s", s.ModelsDirectory())
+		}
+		if err != nil {
+			return badInput(err)
+		}
+		info, err = models.Inspect(path)
+		return badInput(err)
+	})
+	if err != nil {
+		return err
+	}
+	f, warning := models.NewFormatter(info)
+	d := modelDetails{Info: *info, ChatFormat: f.Name(), ChatFormatWarning: warning}
+	out := o.IO.Out
+	if o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(d)
+	}
+	return writeDetails(out, d)
 }
 
 func writeDetails(w io.Writer, d modelDetails) error {
@@ -186,8 +221,18 @@ func writeDetails(w io.Writer, d modelDetails) error {
 	return err
 }
 
-func newModelsPullCmd(s *config.Settings) *cobra.Command {
-	var opts models.PullOptions
+// modelsPullOptions is tact models pull's test seam.
+type modelsPullOptions struct {
+	IO   *iostreams
+	S    *config.Settings
+	Args []string           // the model reference
+	Pull models.PullOptions // the flags; URL, Dir and Progress are set by the run
+}
+
+// newModelsPullCmd makes tact models pull; runF (nil: modelsPullRun)
+// runs it, for tests.
+func newModelsPullCmd(f *factory, runF func(context.Context, *modelsPullOptions) error) *cobra.Command {
+	o := &modelsPullOptions{IO: f.IO, S: f.Settings}
 	cmd := &cobra.Command{
 		Use:   "pull NAME|URL|hf.co/REPO/FILE|REPO:QUANT",
 		Short: "Download a GGUF model into the models directory",
@@ -213,69 +258,66 @@ func newModelsPullCmd(s *config.Settings) *cobra.Command {
 			"  tact models pull hf.co/bartowski/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct-Q8_0.gguf\n" +
 			"  tact models pull https://example.com/SmolLM2-135M-Instruct-Q8_0.gguf --name smollm2 --sha256 HEX",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.StallTimeout <= 0 {
-				return badInputf("--stall-timeout %s: must be positive", opts.StallTimeout)
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Args = args
+			if runF != nil {
+				return runF(c.Context(), o)
 			}
-			ref, err := models.ParseRef(args[0])
-			if err != nil {
-				return badInput(err)
-			}
-			endpoint := models.DefaultHubEndpoint
-			if ref.Kind != models.RefURL {
-				if endpoint, err = models.HubEndpoint(s.HFEndpoint); err != nil {
-					return badInput(err)
-				}
-			}
-			var src models.Source
-			err = untilCancelled(cmd.Context(), "models pull", func() (err error) {
-				src, err = models.ResolveRef(cmd.Context(), ref, models.HubOptions{Endpoint: endpoint, Client: opts.HTTPClient, Timeout: opts.StallTimeout})
-				return err
-			})
-			if err != nil {
-				return pullExit(err)
-			}
-			o := opts
-			o.URL = src.URL
-			o.Dir = s.ModelsDirectory()
-			if o.Name == "" {
-				o.Name = src.Name
-			}
-			if o.SHA256 == "" {
-				o.SHA256 = src.SHA256 // --sha256 overrides the catalog's pin
-			}
-			errOut := cmd.ErrOrStderr()
-			if f, ok := errOut.(*os.File); ok && !s.Quiet && term.IsTerminal(int(f.Fd())) {
-				o.Progress = errOut
-			}
-			res, err := models.PullModel(cmd.Context(), o)
-			if err != nil {
-				return pullExit(err)
-			}
-			warnUnverified(errOut, s.Quiet, filepath.Base(res.Path), res)
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Path)
-			return err
+			return modelsPullRun(c.Context(), o)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&opts.Name, "name", "", "model `NAME` (default: the catalog name, else the file name without .gguf)")
-	f.StringVar(&opts.SHA256, "sha256", "", "expected SHA-256 of the file, in `HEX` (overrides the catalog's and the server's)")
-	f.BoolVar(&opts.Force, "force", false, "replace an installed model of the same name")
-	f.DurationVar(&opts.StallTimeout, "stall-timeout", models.DefaultStallTimeout, "give up (keeping the partial file) when no data arrives for this long")
+	fl := cmd.Flags()
+	fl.StringVar(&o.Pull.Name, "name", "", "model `NAME` (default: the catalog name, else the file name without .gguf)")
+	fl.StringVar(&o.Pull.SHA256, "sha256", "", "expected SHA-256 of the file, in `HEX` (overrides the catalog's and the server's)")
+	fl.BoolVar(&o.Pull.Force, "force", false, "replace an installed model of the same name")
+	fl.DurationVar(&o.Pull.StallTimeout, "stall-timeout", models.DefaultStallTimeout, "give up (keeping the partial file) when no data arrives for this long")
 	return cmd
 }
 
-// pullExit maps a pull's error to its exit code: bad input (argument,
-// checksum, not a model, already installed) is 2, an interruption 130 (143
-// for SIGTERM, set by tactMain), anything else 1.
-func pullExit(err error) error {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return &exitError{Code: 130, Err: err} // tactMain reports 143 for SIGTERM
-	case errors.Is(err, models.ErrInvalid), errors.Is(err, models.ErrExists),
-		errors.Is(err, models.ErrChecksum), errors.Is(err, models.ErrBadModel):
+func modelsPullRun(ctx context.Context, o *modelsPullOptions) error {
+	s := o.S
+	if o.Pull.StallTimeout <= 0 {
+		return badInputf("--stall-timeout %s: must be positive", o.Pull.StallTimeout)
+	}
+	ref, err := models.ParseRef(o.Args[0])
+	if err != nil {
 		return badInput(err)
 	}
+	endpoint := models.DefaultHubEndpoint
+	if ref.Kind != models.RefURL {
+		if endpoint, err = models.HubEndpoint(s.HFEndpoint); err != nil {
+			return badInput(err)
+		}
+	}
+	var src models.Source
+	err = untilCancelled(ctx, "models pull", func() (err error) {
+		src, err = models.ResolveRef(ctx, ref, models.HubOptions{Endpoint: endpoint, Client: o.Pull.HTTPClient, Timeout: o.Pull.StallTimeout})
+		return err
+	})
+	if err != nil {
+		return pullExit(err)
+	}
+	p := o.Pull
+	p.URL = src.URL
+	p.Dir = s.ModelsDirectory()
+	if p.Name == "" {
+		p.Name = src.Name
+	}
+	if p.SHA256 == "" {
+		p.SHA256 = src.SHA256 // --sha256 overrides the catalog's pin
+	}
+	errOut := o.IO.ErrOut
+	// stderr is the redacting writer, never the *os.File itself: the
+	// streams say whether it is a terminal (as for --pull).
+	if !s.Quiet && o.IO.StderrTTY {
+		p.Progress = errOut
+	}
+	res, err := models.PullModel(ctx, p)
+	if err != nil {
+		return pullExit(err)
+	}
+	warnUnverified(errOut, s.Quiet, filepath.Base(res.Path), res)
+	_, err = fmt.Fprintln(o.IO.Out, res.Path)
 	return err
 }
 
@@ -297,8 +339,17 @@ type catalogRow struct {
 	Path   string `json:"path,omitempty"`
 }
 
-func newModelsCatalogCmd(s *config.Settings) *cobra.Command {
-	var asJSON bool
+// modelsCatalogOptions is tact models catalog's test seam.
+type modelsCatalogOptions struct {
+	IO   *iostreams
+	S    *config.Settings
+	JSON bool
+}
+
+// newModelsCatalogCmd makes tact models catalog; runF (nil: modelsCatalogRun)
+// runs it, for tests.
+func newModelsCatalogCmd(f *factory, runF func(context.Context, *modelsCatalogOptions) error) *cobra.Command {
+	o := &modelsCatalogOptions{IO: f.IO, S: f.Settings}
 	cmd := &cobra.Command{
 		Use:   "catalog",
 		Short: "List known-good small models for tool use on a CPU",
@@ -308,56 +359,64 @@ func newModelsCatalogCmd(s *config.Settings) *cobra.Command {
 			"per line, with the Hugging Face repository, file, download URL ($HF_ENDPOINT) and pinned\n" +
 			"sha256 where the catalog has one.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			endpoint, err := models.HubEndpoint(s.HFEndpoint)
-			if err != nil {
-				return badInput(err)
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), o)
 			}
-			dir := s.ModelsDirectory()
-			var rows []catalogRow
-			for _, e := range models.Catalog() {
-				r := catalogRow{CatalogEntry: e, URL: e.URL(endpoint)}
-				// Resolve never opens the file; a FIFO named NAME.gguf is not "pulled".
-				if p, err := models.Resolve(e.Name, dir); err == nil {
-					r.Pulled, r.Path = true, p
-				}
-				rows = append(rows, r)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetEscapeHTML(false)
-				for _, r := range rows {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSIZE\tLICENSE\tCTX\tPULLED\tNOTE")
-			for _, r := range rows {
-				name, pulled := r.Name, "no"
-				if r.Default {
-					name += " *"
-				}
-				if r.Pulled {
-					pulled = "yes"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, r.SizeText(), r.License, r.ContextLength, pulled, r.Note)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if !s.Quiet {
-				d := models.DefaultCatalogEntry()
-				fmt.Fprintf(cmd.ErrOrStderr(), "* recommended on a CPU; get it with: tact models pull %s (%s download)\n", d.Name, d.SizeText())
-			}
-			return nil
+			return modelsCatalogRun(c.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per model and line")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "one JSON object per model and line")
 	return cmd
+}
+
+func modelsCatalogRun(ctx context.Context, o *modelsCatalogOptions) error {
+	s := o.S
+	endpoint, err := models.HubEndpoint(s.HFEndpoint)
+	if err != nil {
+		return badInput(err)
+	}
+	dir := s.ModelsDirectory()
+	var rows []catalogRow
+	for _, e := range models.Catalog() {
+		r := catalogRow{CatalogEntry: e, URL: e.URL(endpoint)}
+		// Resolve never opens the file; a FIFO named NAME.gguf is not "pulled".
+		if p, err := models.Resolve(e.Name, dir); err == nil {
+			r.Pulled, r.Path = true, p
+		}
+		rows = append(rows, r)
+	}
+	out := o.IO.Out
+	if o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSIZE\tLICENSE\tCTX\tPULLED\tNOTE")
+	for _, r := range rows {
+		name, pulled := r.Name, "no"
+		if r.Default {
+			name += " *"
+		}
+		if r.Pulled {
+			pulled = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, r.SizeText(), r.License, r.ContextLength, pulled, r.Note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !s.Quiet {
+		d := models.DefaultCatalogEntry()
+		fmt.Fprintf(o.IO.ErrOut, "* recommended on a CPU; get it with: tact models pull %s (%s download)\n", d.Name, d.SizeText())
+	}
+	return nil
 }
 
 // untilCancelled runs fn but returns as soon as ctx ends (SIGINT or SIGTERM),

@@ -44,9 +44,9 @@ func writeModelsTestGGUF(t *testing.T, path string, kv ggml.KV) {
 
 func runModelsCmd(t *testing.T, s *config.Settings, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	cmd := newModelsCmd(s)
 	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
+	cmd := newModelsCmd(&factory{IO: &iostreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, Settings: s})
+	cmd.SetOut(&out) // help; tact's root sets its streams
 	cmd.SetErr(&errOut)
 	cmd.SetArgs(args)
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
@@ -56,16 +56,7 @@ func runModelsCmd(t *testing.T, s *config.Settings, args ...string) (stdout, std
 	return out.String(), errOut.String(), err
 }
 
-func exitCodeOf(err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.Code
-	}
-	if err != nil {
-		return exitInternal
-	}
-	return 0
-}
+func exitCodeOf(err error) int { return exitCode(err, 0) }
 
 func modelsTestDir(t *testing.T) string {
 	dir := t.TempDir()

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -55,21 +57,65 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 		newBatchCmd(f, nil),
 		newChatCmd(f, nil),
 		newServeCmd(f, nil),
-		newToolsCmd(s, streams),
-		newMCPCmd(s, streams),
-		newModelsCmd(s),
-		&cobra.Command{
-			Use:   "version",
-			Short: "Print the version",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				_, err := fmt.Fprintf(streams.Out, "tact %s\n", buildinfo.Version)
-				return err
-			},
-		},
+		newToolsCmd(f, nil),
+		newMCPCmd(f, nil),
+		newModelsCmd(f),
+		newVersionCmd(f, nil),
 	)
+	// Without arguments tact shows its help; any argument that is not a
+	// command is a usage error of the root's own, typed like every other
+	// (cobra's check for a root without Args returns a bare error). A root
+	// that runs would show "tact [flags]" in its usage: the template leaves
+	// that line to subcommands, so the help reads as before.
+	root.Args = unknownCommand
+	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable .HasParent}}", 1))
 	markUsageErrors(root)
 	return root, nil
+}
+
+// unknownCommand is the root's argument check, worded as cobra's own.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default
+	}
+	if names := c.SuggestionsFor(args[0]); len(names) > 0 {
+		msg += "\n\nDid you mean this?\n"
+		for _, name := range names {
+			msg += "\t" + name + "\n"
+		}
+	}
+	return errors.New(msg)
+}
+
+// versionOptions is tact version's test seam.
+type versionOptions struct {
+	IO *iostreams
+}
+
+// newVersionCmd makes tact version; runF (nil: versionRun) runs it, for tests.
+func newVersionCmd(f *factory, runF func(context.Context, *versionOptions) error) *cobra.Command {
+	o := &versionOptions{IO: f.IO}
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			return versionRun(c.Context(), o)
+		},
+	}
+}
+
+func versionRun(_ context.Context, o *versionOptions) error {
+	_, err := fmt.Fprintf(o.IO.Out, "tact %s\n", buildinfo.Version)
+	return err
 }
 
 // annSettings marks run, plan, exec and batch: their flags are bound to
@@ -129,8 +175,8 @@ func flagError(err error) error {
 // markUsageErrors makes cobra's argument errors (wrong count, unknown
 // subcommand) usage errors, exit 2, like flag errors.
 func markUsageErrors(c *cobra.Command) {
-	// A command without Args keeps cobra's own check (it reports unknown
-	// subcommands; tactMain maps that to exit 2).
+	// A command without Args takes any arguments (run, plan) or is cobra's
+	// (help, completion).
 	if validate := c.Args; validate != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error { return badInput(validate(cmd, args)) }
 	}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// An argument that is not a command is a typed usage error (exit 2), worded
+// as cobra words it; without arguments tact shows its help.
+func TestUnknownCommand(t *testing.T) {
+	factoryEnv(t)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate" for "tact"`},
+		{[]string{"rn", "q"}, "unknown command \"rn\" for \"tact\"\n\nDid you mean this?\n\trun\n"},
+	} {
+		f, opens, stdout, _ := countingFactory("")
+		root, err := newRootCmd(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root.SetArgs(tc.args)
+		err = root.ExecuteContext(context.Background())
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.Code != exitUsage || err.Error() != tc.msg || exitCode(err, 0) != exitUsage {
+			t.Errorf("%q: %#v (%v), want exit 2 and %q", tc.args, err, err, tc.msg)
+		}
+		if stdout.Len() != 0 || *opens != 0 {
+			t.Errorf("%q: %d opens, stdout %q", tc.args, *opens, stdout)
+		}
+	}
+	f, _, stdout, _ := countingFactory("")
+	root, _ := newRootCmd(f)
+	root.SetArgs(nil)
+	if err := root.ExecuteContext(context.Background()); err != nil || !strings.Contains(stdout.String(), "Usage:\n  tact [command]\n") {
+		t.Errorf("no arguments: %v, stdout:\n%s", err, stdout)
+	}
+}
+
+// The root runs (to check its arguments), yet every command's usage reads
+// as cobra writes it for a root that does not: no "tact [flags]" line.
+func TestUsageAsCobras(t *testing.T) {
+	factoryEnv(t)
+	f, _, _, _ := countingFactory("")
+	root, err := newRootCmd(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.InitDefaultHelpCmd()
+	var cmds []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		cmds = append(cmds, c)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	got := map[*cobra.Command]string{}
+	for _, c := range cmds {
+		got[c] = c.UsageString()
+	}
+	if u := got[root]; !strings.HasPrefix(u, "Usage:\n  tact [command]\n\nAvailable Commands:") {
+		t.Errorf("root usage:\n%s", u)
+	}
+	// cobra's own usage, of a root without RunE.
+	root.RunE, root.Args = nil, nil
+	root.SetUsageTemplate("")
+	for _, c := range cmds {
+		if want := c.UsageString(); got[c] != want {
+			t.Errorf("%s: usage\n%s\nwant\n%s", c.CommandPath(), got[c], want)
+		}
+	}
+}
+
+// tools, mcp list and the models commands parse into their options (runF
+// sees them; nothing is opened).
+func TestListingCommandOptions(t *testing.T) {
+	factoryEnv(t)
+	f, opens, _, _ := countingFactory("")
+	var got []any
+	check := func(cmd *cobra.Command, args ...string) {
+		t.Helper()
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%s %q: %v", cmd.Name(), args, err)
+		}
+	}
+	check(newToolsCmd(f, func(_ context.Context, o *toolsOptions) error { got = append(got, o); return nil }), "--json", "--mcp-config", "m.json")
+	mcpCmd := newMCPCmd(f, func(_ context.Context, o *mcpListOptions) error { got = append(got, o); return nil })
+	check(mcpCmd, "list", "--json")
+	check(newModelsListCmd(f, func(_ context.Context, o *modelsListOptions) error { got = append(got, o); return nil }), "--json")
+	check(newModelsShowCmd(f, func(_ context.Context, o *modelsShowOptions) error { got = append(got, o); return nil }), "--json", "tiny")
+	check(newModelsPullCmd(f, func(_ context.Context, o *modelsPullOptions) error { got = append(got, o); return nil }), "--force", "--name", "n", "x/y:Q8_0")
+	check(newModelsCatalogCmd(f, func(_ context.Context, o *modelsCatalogOptions) error { got = append(got, o); return nil }), "--json")
+	check(newModelsCacheListCmd(f, func(_ context.Context, o *modelsCacheListOptions) error { got = append(got, o); return nil }), "--json")
+	check(newModelsCacheClearCmd(f, func(_ context.Context, o *modelsCacheClearOptions) error { got = append(got, o); return nil }))
+	if len(got) != 8 || *opens != 0 {
+		t.Fatalf("%d runs, %d opens", len(got), *opens)
+	}
+	if o := got[0].(*toolsOptions); !o.JSON || o.S != f.Settings || o.S.MCPConfig != "m.json" || o.IO != f.IO {
+		t.Errorf("tools: %+v", o)
+	}
+	if o := got[1].(*mcpListOptions); !o.JSON || o.S != f.Settings {
+		t.Errorf("mcp list: %+v", o)
+	}
+	if o := got[2].(*modelsListOptions); !o.JSON {
+		t.Errorf("models list: %+v", o)
+	}
+	if o := got[3].(*modelsShowOptions); !o.JSON || !slices.Equal(o.Args, []string{"tiny"}) {
+		t.Errorf("models show: %+v", o)
+	}
+	if o := got[4].(*modelsPullOptions); !o.Pull.Force || o.Pull.Name != "n" || o.Pull.StallTimeout <= 0 || !slices.Equal(o.Args, []string{"x/y:Q8_0"}) {
+		t.Errorf("models pull: %+v", o)
+	}
+	if o := got[5].(*modelsCatalogOptions); !o.JSON {
+		t.Errorf("models catalog: %+v", o)
+	}
+	if o := got[6].(*modelsCacheListOptions); !o.JSON {
+		t.Errorf("models cache list: %+v", o)
+	}
+}
+
+// tact tools lists what the runtime a run opens has: TACT_REDACT applies to
+// its output as to a run's; a bad job-only setting does not stop it.
+func TestToolsRedactSetting(t *testing.T) {
+	factoryEnv(t)
+	t.Setenv("TACT_REDACT", "final_an[a-z]+")
+	t.Setenv("TACT_STOP_WHEN", "(")
+	t.Setenv("TACT_WORKSPACE", "/nonexistent")
+	trace := filepath.Join(t.TempDir(), "trace.jsonl")
+	t.Setenv("TACT_TRACE", trace) // no job, no trace
+	f, opens, stdout, _ := countingFactory("")
+	root, err := newRootCmd(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.SetArgs([]string{"tools", "--json"})
+	err = root.ExecuteContext(context.Background())
+	if cerr := f.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	out := stdout.String()
+	if *opens != 1 || strings.Contains(out, "final_answer") || !strings.Contains(out, `"name":"[REDACTED]"`) || !strings.Contains(out, `"name":"read_file"`) {
+		t.Errorf("%d opens; stdout:\n%s", *opens, out)
+	}
+	if _, err := os.Stat(trace); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("trace: %v", err)
+	}
+}
+
+// One function maps outcomes to exit codes.
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		signal int
+		want   int
+	}{
+		{nil, 0, 0},
+		{errors.New("x"), 0, exitInternal},
+		{badInputf("x"), 0, exitUsage},
+		{&exitError{Code: 130, Err: errors.New("interrupted")}, 0, 130},
+		{&exitError{Code: 130, Err: errors.New("interrupted")}, 143, 143},
+		{&exitError{Code: 7, Err: errors.New("timeout")}, 143, 7},
+	} {
+		if got := exitCode(tc.err, tc.signal); got != tc.want {
+			t.Errorf("exitCode(%v, %d) = %d, want %d", tc.err, tc.signal, got, tc.want)
+		}
+	}
+}

@@ -52,7 +52,7 @@ type Options struct {
 // Runtime is everything jobs share: opened once, safe for concurrent jobs.
 type Runtime struct {
 	S        *config.Settings
-	Backend  llm.Backend
+	Backend  llm.Backend    // redacts every prompt (llm.Redacting): the planner, the executor, Warm and Complete call through it
 	Info     map[string]any // backend and model, for plan headers and traces (Model().Header())
 	Registry *exec.Registry
 	Redactor *exec.Redactor
@@ -64,7 +64,7 @@ type Runtime struct {
 	events    react.Sink // trace file and the caller's sinks
 	gate      exec.Gate
 	planner   *planner.Planner
-	noModel   *llm.None
+	noModel   *noModel // nil: jobs can call a model
 	mcp       *mcp.Manager
 	closers   []io.Closer
 }
@@ -156,9 +156,12 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	if rt.Backend, err = openBackend(ctx, s, opts.Backends, rt.opts.SettingName); err != nil {
 		return rt, err
 	}
+	// The one place prompts are redacted: every optional capability of the
+	// backend passes through the wrapper (llm.Redacting).
+	rt.Backend = llm.Redacting(rt.Backend, rt.Redactor.Redact)
 	rt.Info = rt.Model().Header()
-	if none, ok := rt.Backend.(llm.None); ok {
-		rt.noModel = &none
+	if m, ok := rt.Backend.(llm.ModelLess); ok {
+		rt.noModel = &noModel{Why: m.NoModel()}
 	}
 	rt.gate = exec.NewGate(exec.GateOptions{Policy: policy, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
 		DryRun: s.DryRun, Prompter: opts.Prompter, Redactor: rt.Redactor, Log: slog.Default()})
@@ -166,12 +169,16 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	if len(plannerTools) == 0 {
 		plannerTools = rt.Registry.Names()
 	}
-	rt.planner = &planner.Planner{Backend: react.RedactingBackend(rt.Backend, rt.Redactor.Redact), Registry: rt.Registry,
+	rt.planner = &planner.Planner{Backend: rt.Backend, Registry: rt.Registry,
 		Tools: plannerTools, Thought: schema.ThoughtOptions{Required: s.RequireThought, MinLength: s.MinThoughtLength},
 		Sampling: Sampling(s), MaxTokens: planMaxTokens(s), MaxSteps: MaxPlanSteps, Info: rt.Info,
 		ContextSize: s.CtxSize, MinReplyTokens: s.MaxTokens}
 	return rt, nil
 }
+
+// noModel is a runtime without a model (llm.ModelLess): why, when the
+// backend says, goes into the errors of the jobs that need one.
+type noModel struct{ Why string }
 
 func mcpPath(s *config.Settings) (string, bool, func(string) (string, bool)) {
 	path, explicit := s.MCPConfigPath()

@@ -39,10 +39,9 @@ func (rt *Runtime) Warm(ctx context.Context) ([]Warmed, error) {
 	}
 	var out []Warmed
 	for _, p := range prompts {
-		// As the calls will send it: redacted (react.RedactingBackend).
-		msg := llm.Message{Role: p.msg.Role, Content: rt.Redactor.Redact(p.msg.Content)}
+		// The backend redacts it as it will the calls (llm.Redacting).
 		start := time.Now()
-		u, err := w.Warm(ctx, []llm.Message{msg})
+		u, err := w.Warm(ctx, []llm.Message{p.msg})
 		if err != nil {
 			return out, fmt.Errorf("warming the %s's system prompt: %w", p.name, err)
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/tactcli/tact/llm"
-	"github.com/tactcli/tact/react"
 )
 
 // warmRecorder is a backend that can warm: it records what it was asked
@@ -53,8 +52,8 @@ func TestWarmReadiesTheFirstCallsSystemPrompt(t *testing.T) {
 			t.Fatalf("the script backend cannot warm: %v, %v", done, err)
 		}
 		rec := &warmRecorder{Backend: rt.Backend}
-		rt.Backend = rec
-		rt.planner.Backend = react.RedactingBackend(rec, rt.Redactor.Redact)
+		rt.Backend = llm.Redacting(rec, rt.Redactor.Redact)
+		rt.planner.Backend = rt.Backend
 
 		done, err := rt.Warm(context.Background())
 		if err != nil {

@@ -24,3 +24,21 @@ func (None) ModelInfo() ModelInfo { return ModelInfo{Backend: "none"} }
 
 // Concurrency: every call fails at once.
 func (None) Concurrency() int { return Unbounded }
+
+// NoModel says why there is no model (ModelLess).
+func (n None) NoModel() string { return n.Why }
+
+// ModelLess is a backend with no model behind it (None): every call fails
+// with ErrNoModel, so callers skip the calls they can do without (a
+// context check, a model summary, a fallback answer). NoModel says why no
+// model is configured ("" when there is nothing more to say).
+type ModelLess interface {
+	NoModel() (why string)
+}
+
+// HasModel reports whether b's calls can reach a model: false for a
+// ModelLess backend.
+func HasModel(b Backend) bool {
+	_, none := b.(ModelLess)
+	return !none
+}

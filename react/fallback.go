@@ -16,7 +16,7 @@ import (
 // one model call, or without a model a plain summary of the steps.
 func (r *run) fallback(reason Reason, msg string) {
 	answer := ""
-	if _, none := r.e.Backend.(llm.None); !none && r.ctx.Err() == nil && reason != ReasonTokenBudget {
+	if llm.HasModel(r.e.Backend) && r.ctx.Err() == nil && reason != ReasonTokenBudget {
 		req, err := r.prepare(llm.KindFallback, llm.Message{Role: llm.RoleUser, Content: prompt.Render("fallback", prompt.Fallback{Query: r.query, Reason: "Stopping: " + msg + "."})})
 		var resp llm.Response
 		if err == nil {

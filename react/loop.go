@@ -292,7 +292,8 @@ func (r *run) noteRepeat(key string) bool {
 
 // complete sends a request to the model. Its messages are redacted
 // already (the prompt is an exit): the conversation's when they were added
-// (addHist), a call's own by prepare. Redaction is per message and
+// (addHist), a call's own by prepare; the runtime's backend redacts them
+// again (llm.Redacting), finding nothing more. Redaction is per message and
 // deterministic, so the append-only layout and the KV prefix reuse built on
 // it are kept.
 func (r *run) complete(req llm.Request) (llm.Response, error) {

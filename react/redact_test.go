@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 )
 
@@ -220,11 +221,11 @@ func TestCancelMessage(t *testing.T) {
 	}
 }
 
-// The planner's prompts go through RedactingBackend.
+// The planner's prompts go through the redacting backend.
 func TestRedactingBackend(t *testing.T) {
 	h := newHarness(t, planReply(planStep("final_answer", `{"answer":"x"}`)))
 	red, _ := exec.NewRedactor([]string{"MY_API_KEY=" + planted}, nil)
-	pl := &planner.Planner{Backend: RedactingBackend(h.rec, red.Redact), Registry: h.ex.Registry, Tools: []string{"echo"}}
+	pl := &planner.Planner{Backend: llm.Redacting(h.rec, red.Redact), Registry: h.ex.Registry, Tools: []string{"echo"}}
 	if _, _, err := pl.Plan(context.Background(), "use key "+planted, nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func (e *contextFullError) Unwrap() error { return llm.ErrContextFull }
 // Runs that never call a model (no backend) always fit.
 func (e *Executor) CheckContext(query string, plan *planner.Plan) error {
 	r := e.newRun(nil, query, plan)
-	if _, none := e.Backend.(llm.None); none || r.win.size <= 0 {
+	if !llm.HasModel(e.Backend) || r.win.size <= 0 {
 		return nil
 	}
 	probe := append(r.messages(), llm.Message{Role: llm.RoleUser, Content: prompt.Render("next", prompt.Next{Reason: "Choose the first action.", Remaining: r.st.MaxSteps})})
@@ -156,6 +156,14 @@ func (r *run) contextInfo() map[string]any {
 }
 
 // addMsg appends a message of the current turn, redacted.
+//
+// The prompt's redaction is the backend's (llm.Redacting, applied where the
+// runtime opens it); the history is redacted here as well because the
+// executor cuts its text (a compaction's extract, a summary cut to room),
+// and a cut of raw text could keep part of a secret the backend's
+// redaction no longer recognises. The backend's second pass finds no
+// secret left here, and is deterministic like this one, so the prompt
+// prefix stays stable.
 func (r *run) addMsg(role llm.Role, content string) { r.addHist(role, content, histStep) }
 
 func (r *run) addHist(role llm.Role, content string, kind histKind) {
@@ -184,7 +192,7 @@ type prepared struct {
 // window or leave no room for the reply. A prompt that still does not fit
 // is a *contextFullError.
 func (r *run) prepare(kind llm.Kind, extra ...llm.Message) (prepared, error) {
-	extra = redactMessages(extra, r.e.Redact)
+	extra = llm.RedactMessages(extra, r.e.Redact)
 	build := func() prepared {
 		msgs := append(r.messages(), extra...)
 		return prepared{msgs: msgs, tokens: r.win.count.Prompt(msgs)}
@@ -327,7 +335,7 @@ func methodNote(method string) string {
 // model summary can be had: no model, no room, a failed call or a reply
 // that is not a valid summary.
 func (r *run) modelSummary(upto []histMsg, room int) (text, method, why string, usage llm.Usage) {
-	if _, none := r.e.Backend.(llm.None); none {
+	if !llm.HasModel(r.e.Backend) {
 		return "", "", "no model", usage
 	}
 	if r.ctx.Err() != nil {

@@ -269,6 +269,9 @@ func (c *stepCall) messages(ctx context.Context, history []Turn) ([]llm.Message,
 			out = append(out, ctxMsg...)
 		}
 		out = append(append(out, turns...), next)
+		// Redacted here, not only by the runtime's backend (llm.Redacting):
+		// the request's own secrets are known to this call alone, and the
+		// window counts and cuts these messages before they are sent.
 		for i := range out {
 			out[i].Content = c.redact(out[i].Content)
 		}

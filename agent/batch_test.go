@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/tactcli/tact/agent/agenttest"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,7 @@ func TestRunBatchAsksTheBackendsConcurrency(t *testing.T) {
 		{"one at a time", 1, llm.Unbounded, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := settings(t, strings.Repeat(action, queries))
+			s := agenttest.Settings(t, strings.Repeat(action, queries))
 			s.NoPlan = true
 			rt, err := Open(context.Background(), s, Options{Mode: "batch"})
 			if err != nil {

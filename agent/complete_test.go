@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/tactcli/tact/agent/agenttest"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestComplete(t *testing.T) {
 		t.Fatalf("context full: %+v %v", out, err)
 	}
 
-	s := settings(t, "")
+	s := agenttest.Settings(t, "")
 	s.Backend = "none"
 	none, err := Open(ctx, s, Options{Mode: "serve"})
 	if err != nil {

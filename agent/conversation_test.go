@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/tactcli/tact/agent/agenttest"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestConversationTurns(t *testing.T) {
 {"kind":"plan","expect":["Earlier turn 3 of this conversation","interrupted by the user"],"text":"{\"plan\":[{\"thought\":\"answer right away\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"it was interrupted\"}}]}"}
 {"kind":"plan","expect_not":["Earlier turn"],"text":"{\"plan\":[{\"thought\":\"answer right away\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"fresh\"}}]}"}
 `
-	s := settings(t, script)
+	s := agenttest.Settings(t, script)
 	var starts []map[string]any
 	rt, err := Open(context.Background(), s, Options{Mode: "chat", Events: react.SinkFunc(func(ev react.Event) {
 		if ev.Type == react.EventRunStart {

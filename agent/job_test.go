@@ -2,30 +2,14 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
+	"github.com/tactcli/tact/agent/agenttest"
 	"testing"
 )
-
-// scriptLines makes script-backend action replies.
-func scriptLines(replies ...string) string {
-	if len(replies) == 0 {
-		// A script with no action reply: every call fails.
-		return `{"kind":"plan","text":"{}"}` + "\n"
-	}
-	var b strings.Builder
-	for _, r := range replies {
-		line, _ := json.Marshal(map[string]string{"kind": "action", "text": r})
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
 
 // scriptRuntime is a runtime whose model is a script of action replies.
 func scriptRuntime(t *testing.T, replies ...string) *Runtime {
 	t.Helper()
-	rt, err := Open(context.Background(), settings(t, scriptLines(replies...)), Options{Mode: "serve"})
+	rt, err := Open(context.Background(), agenttest.Settings(t, agenttest.ScriptLines(replies...)), Options{Mode: "serve"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/tactcli/tact/agent/agenttest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,28 +14,6 @@ import (
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/react"
 )
-
-const answerPlan = `{"kind":"plan","text":"{\"plan\":[{\"thought\":\"answer right away\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"done\"}}]}"}`
-
-func settings(t *testing.T, script string) *config.Settings {
-	t.Helper()
-	s := config.Defaults()
-	s.Workspace = t.TempDir()
-	s.NoInput = true
-	// Keep the caller's config out: no policy or MCP servers file.
-	dir := t.TempDir()
-	s.Policy = filepath.Join(dir, "policy.json")
-	s.MCPConfig = ""
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	if script != "" {
-		p := filepath.Join(dir, "script.jsonl")
-		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s.Script = p
-	}
-	return s
-}
 
 // Every way a job cannot start is a typed error with its exit code.
 func TestTypedErrors(t *testing.T) {
@@ -56,7 +35,7 @@ func TestTypedErrors(t *testing.T) {
 		{"window too small", func(s *config.Settings) { s.CtxSize = 50 }, Job{Query: "q"}, ErrContextTooSmall, 2, "raise --ctx-size to at least"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := settings(t, answerPlan+"\n")
+			s := agenttest.Settings(t, agenttest.AnswerPlan+"\n")
 			if tc.mod != nil {
 				tc.mod(s)
 			}
@@ -71,7 +50,7 @@ func TestTypedErrors(t *testing.T) {
 		})
 	}
 	// A timeout while planning a plan-only job.
-	s := settings(t, `{"kind":"plan","delay_ms":5000,"text":"{}"}`+"\n")
+	s := agenttest.Settings(t, `{"kind":"plan","delay_ms":5000,"text":"{}"}`+"\n")
 	s.Timeout = 100 * time.Millisecond
 	rt, err := Open(ctx, s, Options{Mode: "plan"})
 	if err != nil {
@@ -87,7 +66,7 @@ func TestTypedErrors(t *testing.T) {
 // and run id, every event of the shared trace tagged with one.
 func TestConcurrentJobsOnOneRuntime(t *testing.T) {
 	const n = 16
-	s := settings(t, strings.Repeat(answerPlan+"\n", n))
+	s := agenttest.Settings(t, strings.Repeat(agenttest.AnswerPlan+"\n", n))
 	s.Trace = filepath.Join(t.TempDir(), "trace.jsonl")
 	rt, err := Open(context.Background(), s, Options{Mode: "batch"})
 	if err != nil {

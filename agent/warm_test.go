@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/tactcli/tact/agent/agenttest"
 	"reflect"
 	"strings"
 	"sync"
@@ -38,9 +39,9 @@ func (w *warmRecorder) Complete(ctx context.Context, req llm.Request) (llm.Respo
 // a plan, the executor's. Without the capability it does nothing.
 func TestWarmReadiesTheFirstCallsSystemPrompt(t *testing.T) {
 	const secret = "s3cr3t-value-123"
-	script := answerPlan + "\n" + `{"kind":"action","text":"{\"thought\":\"done\",\"action\":\"final_answer\",\"args\":{\"answer\":\"ok\"}}"}` + "\n"
+	script := agenttest.AnswerPlan + "\n" + `{"kind":"action","text":"{\"thought\":\"done\",\"action\":\"final_answer\",\"args\":{\"answer\":\"ok\"}}"}` + "\n"
 	for _, noPlan := range []bool{false, true} {
-		s := settings(t, script)
+		s := agenttest.Settings(t, script)
 		s.NoPlan = noPlan
 		s.ThoughtPrompt = "Think it through; the deploy key is " + secret + "."
 		rt, err := Open(context.Background(), s, Options{Mode: "serve", Secrets: []string{secret}})

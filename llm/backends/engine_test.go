@@ -3,13 +3,12 @@ package backends_test
 import (
 	"context"
 	"fmt"
+	"github.com/tactcli/tact/agent/agenttest"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/tactcli/tact/agent"
-	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/internal/testlock"
 	"github.com/tactcli/tact/llm/backends"
@@ -28,37 +27,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-const answerPlan = `{"kind":"plan","text":"{\"plan\":[{\"thought\":\"answer right away\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"done\"}}]}"}`
-
-// settings is agent's test settings: a temporary workspace, the caller's
-// config kept out, and the script when given.
-func settings(t *testing.T, script string) *config.Settings {
-	t.Helper()
-	s := config.Defaults()
-	s.Workspace = t.TempDir()
-	s.NoInput = true
-	// Keep the caller's config out: no policy or MCP servers file.
-	dir := t.TempDir()
-	s.Policy = filepath.Join(dir, "policy.json")
-	s.MCPConfig = ""
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	if script != "" {
-		p := filepath.Join(dir, "script.jsonl")
-		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s.Script = p
-	}
-	return s
-}
-
 // The same on the generated tiny model: concurrent jobs on one loaded
 // model end with proper termination reasons.
 func TestConcurrentJobsOnTinyModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads a model")
 	}
-	s := settings(t, "")
+	s := agenttest.Settings(t, "")
 	s.Model = synth.Cached(t, synth.Tiny)
 	s.CtxSize, s.NoPlan, s.MaxIterations, s.Seed = 6144, true, 3, 1
 	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "batch", Backends: backends.All})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tactcli/tact/agent/agenttest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,7 +50,7 @@ func chatServer(t *testing.T, status int, body string, reply func(schemaName str
 }
 
 func openaiSettings(t *testing.T, url string) *config.Settings {
-	s := settings(t, "")
+	s := agenttest.Settings(t, "")
 	s.BaseURL, s.APIModel, s.Retries = url+"/v1", "m", 0
 	return s
 }
@@ -65,7 +66,7 @@ func TestOpenAIBackendChoice(t *testing.T) {
 		{"--base-url picks openai", nil, "openai", ""},
 		{"--script wins", func(s *config.Settings) {
 			s.Script = filepath.Join(t.TempDir(), "script.jsonl")
-			if err := os.WriteFile(s.Script, []byte(answerPlan+"\n"), 0o644); err != nil {
+			if err := os.WriteFile(s.Script, []byte(agenttest.AnswerPlan+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, "script", ""},

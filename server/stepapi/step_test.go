@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tactcli/tact/agent/agenttest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,45 +39,9 @@ func (r *recorder) last() llm.Request {
 	return r.reqs[len(r.reqs)-1]
 }
 
-// scriptLines makes script-backend action replies.
-func scriptLines(replies ...string) string {
-	if len(replies) == 0 {
-		// A script with no action reply: every step's call fails.
-		return `{"kind":"plan","text":"{}"}` + "\n"
-	}
-	var b strings.Builder
-	for _, r := range replies {
-		line, _ := json.Marshal(map[string]string{"kind": "action", "text": r})
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// settings are a runtime's for a test: a workspace of its own, no policy
-// or MCP servers file of the caller's, the script's replies if any.
-func settings(t *testing.T, script string) *config.Settings {
-	t.Helper()
-	s := config.Defaults()
-	s.Workspace = t.TempDir()
-	s.NoInput = true
-	dir := t.TempDir()
-	s.Policy = filepath.Join(dir, "policy.json")
-	s.MCPConfig = ""
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	if script != "" {
-		p := filepath.Join(dir, "script.jsonl")
-		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s.Script = p
-	}
-	return s
-}
-
 func stepRuntime(t *testing.T, mod func(*config.Settings), replies ...string) (*agent.Runtime, *recorder) {
 	t.Helper()
-	s := settings(t, scriptLines(replies...))
+	s := agenttest.Settings(t, agenttest.ScriptLines(replies...))
 	if mod != nil {
 		mod(s)
 	}

@@ -41,22 +41,11 @@ func selfTact(t *testing.T) string {
 
 // newFilesCase is an e2eCase running this binary, in a scratch home.
 func newFilesCase(t *testing.T) *e2eCase {
-	dir := t.TempDir()
-	c := &e2eCase{t: t, bin: selfTact(t), dir: dir, ws: filepath.Join(dir, "ws"),
-		trace: filepath.Join(dir, "trace.jsonl"), pol: filepath.Join(dir, "policy.json")}
-	if err := os.Mkdir(c.ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c.env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + dir,
-		"XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
-		"XDG_DATA_HOME=" + filepath.Join(dir, ".local", "share"),
-		"XDG_CACHE_HOME=" + filepath.Join(dir, ".cache"),
-		"XDG_STATE_HOME=" + filepath.Join(dir, ".local", "state"),
-		"TACT_NO_INPUT=1",
-		"LANG=C.UTF-8",
-	}
+	c := newE2ECase(t, selfTact(t))
+	c.env = append(c.env,
+		"XDG_CACHE_HOME="+filepath.Join(c.dir, ".cache"),
+		"XDG_STATE_HOME="+filepath.Join(c.dir, ".local", "state"),
+		"TACT_NO_INPUT=1")
 	return c
 }
 

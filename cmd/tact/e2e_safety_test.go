@@ -70,8 +70,10 @@ type e2eCase struct {
 	env   []string
 }
 
-func newE2E(t *testing.T) *e2eCase {
-	bin := e2eTact(t)
+func newE2E(t *testing.T) *e2eCase { return newE2ECase(t, e2eTact(t)) }
+
+// newE2ECase is an e2eCase running bin in a scratch directory.
+func newE2ECase(t *testing.T, bin string) *e2eCase {
 	dir := t.TempDir()
 	c := &e2eCase{t: t, bin: bin, dir: dir, ws: filepath.Join(dir, "ws"),
 		trace: filepath.Join(dir, "trace.jsonl"), pol: filepath.Join(dir, "policy.json")}

@@ -1,9 +1,8 @@
 package llamacpp
 
-// What a call does the same way on its one sequence (serial.go) and in the
-// scheduler (parallel.go): its prompt and sampler before any decode, each
-// token drawn, the conditions that end a reply, and its count and log line
-// at the end.
+// What every call does around the scheduler's decodes (parallel.go): its
+// prompt and sampler before any decode, each token drawn, the conditions
+// that end a reply, and its count and log line at the end.
 
 import (
 	"fmt"

@@ -2,13 +2,14 @@
 // github.com/ollama/ollama/llama).
 //
 // A Backend loads one GGUF model once per process (mmap) and serves
-// llm.Request calls one at a time:
+// llm.Request calls, one at a time or Options.Parallel at once, through one
+// scheduler (parallel.go):
 //
 //   - the messages are formatted with the model's chat template and
 //     tokenized;
-//   - the longest common prefix with the tokens already in the KV cache is
-//     kept, the cache is trimmed there and only the rest is decoded, so step
-//     N of a ReAct run evaluates only what step N-1 did not see;
+//   - the longest common prefix with the tokens already in a KV sequence is
+//     kept, the sequence is trimmed there and only the rest is decoded, so
+//     step N of a ReAct run evaluates only what step N-1 did not see;
 //   - tokens are sampled one by one (temperature, top-k, top-p, min-p, seed),
 //     constrained by a GBNF grammar compiled from the request's JSON Schema,
 //     until an end-of-generation token or MaxTokens;
@@ -93,12 +94,11 @@ type Options struct {
 var ErrContextFull = llm.ErrContextFull
 
 // Backend is a loaded model. It implements llm.Backend. Calls may come
-// from many goroutines: with Parallel 1 they run one at a time, otherwise up
-// to Parallel at once (parallel.go).
+// from many goroutines: up to Parallel run at once (one by default), the
+// others wait their turn (parallel.go).
 type Backend struct {
 	mu         sync.Mutex
-	serial     chan struct{} // Parallel 1: held by the running call
-	sched      *sched        // Parallel > 1: the scheduler; nil otherwise
+	sched      *sched // owns the context: every call goes through it
 	opts       Options
 	info       *models.Info
 	format     models.Formatter
@@ -109,7 +109,6 @@ type Backend struct {
 	gpus       []llama.Devices
 	bos        int                     // BOS token the tokenizer adds, -1 when it adds none
 	controls   []string                // texts of control tokens, neutralized in message content
-	cache      []int                   // tokens held in the KV cache (sequence 0), in order
 	pc         *promptCache            // nil: no prompt cache on disk
 	grammars   map[string]grammarEntry // at most maxGrammars
 	grammarUse int64                   // counts grammar lookups, for least recently used
@@ -133,11 +132,11 @@ type Stats struct {
 	PromptEvaluated int           // prompt tokens decoded
 	PromptReused    int           // prompt tokens found in the KV cache
 	PromptCopied    int           // of those, copied from another sequence (Parallel > 1)
-	Decodes         int           // llama_decode calls (Parallel > 1)
+	Decodes         int           // llama_decode calls
 	Generated       int           // tokens generated
 	PromptTime      time.Duration // decoding prompts
 	GenTime         time.Duration // sampling and decoding generated tokens
-	SampleTime      time.Duration // of GenTime, sampling (Parallel > 1)
+	SampleTime      time.Duration // of GenTime, sampling
 	// GrammarTokens were generated under a schema's grammar; for
 	// GrammarFullPasses of them the drawn token was not allowed and the
 	// grammar ran over the whole vocabulary.
@@ -278,7 +277,6 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("model %s: %w", opts.ModelPath, err)
 	}
 	b := &Backend{
-		serial:   make(chan struct{}, 1),
 		opts:     opts,
 		info:     info,
 		format:   newFormatter(info),
@@ -308,9 +306,7 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.PromptCacheDir != "" {
 		b.pc = newPromptCache(b)
 	}
-	if opts.Parallel > 1 {
-		b.sched = newSched(b, opts.Parallel)
-	}
+	b.sched = newSched(b, opts.Parallel)
 	return b, nil
 }
 
@@ -422,21 +418,9 @@ func (b *Backend) CountText(text string) (int, error) {
 // Parallel sequences has one).
 func (b *Backend) ContextSize() int { return b.opts.CtxSize }
 
-// Reset empties the KV cache, so the next call evaluates its whole prompt
-// (with Parallel > 1: the cache of every sequence no call is using).
-func (b *Backend) Reset() {
-	if b.sched != nil {
-		b.sched.reset()
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	b.lc.KvCacheClear()
-	b.cache = nil
-}
+// Reset empties the KV cache of every sequence no call is using, so the
+// next call evaluates its whole prompt.
+func (b *Backend) Reset() { b.sched.reset() }
 
 // Close frees the context and the model. The Backend is unusable afterwards.
 func (b *Backend) Close() error {
@@ -447,10 +431,8 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
-	if b.sched != nil {
-		// Ends every call in flight; the scheduler takes b.mu to count them.
-		b.sched.close()
-	}
+	// Ends every call in flight; the scheduler takes b.mu to count them.
+	b.sched.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.stats
@@ -469,7 +451,6 @@ func (b *Backend) Close() error {
 	b.batch.Free()
 	freeContext(b.lc, b.abort)
 	llama.FreeModel(b.model)
-	b.cache = nil
 	return nil
 }
 

@@ -190,7 +190,7 @@ func TestPrefixReuse(t *testing.T) {
 	if r3.Usage.CachedTokens != len(p2) || r3.Usage.PromptTokens != len(p3)-len(p2) {
 		t.Fatalf("step 3 usage %+v, want %d cached, %d evaluated", r3.Usage, len(p2), len(p3)-len(p2))
 	}
-	if got, want := len(b.cache), len(p3)+r3.Usage.CompletionTokens-1; got != want {
+	if got, want := len(held(b)), len(p3)+r3.Usage.CompletionTokens-1; got != want {
 		t.Fatalf("cache holds %d tokens after step 3, want prompt + generated - 1 = %d", got, want)
 	}
 	r3b, err := b.Complete(ctx, llm.Request{Messages: m3, MaxTokens: 1})
@@ -327,15 +327,8 @@ func TestAbortStopsPromptBatch(t *testing.T) {
 	if err := b.lc.Decode(b.batch); !errors.Is(err, llama.ErrKvCacheFull) {
 		t.Fatalf("aborted decode: err = %v, want the binding's code for an abort", err)
 	}
-	// A stale abort (an earlier call's context cancelled as it returned)
-	// does not fail a call whose own context is live.
-	b.Reset()
-	if _, err := b.decode(context.Background(), tokens); err != nil {
-		t.Fatalf("decode with a stale abort flag: %v", err)
-	}
-	if len(b.cache) != len(tokens) {
-		t.Fatalf("cache holds %d tokens, want %d", len(b.cache), len(tokens))
-	}
+	// A stale abort (an earlier call's context cancelled as it returned:
+	// the flag is still set) does not fail a call whose own context is live.
 	b.Reset()
 	r, err := b.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: long}}, MaxTokens: 2})
 	if err != nil {
@@ -357,8 +350,8 @@ func TestCancelDuringPrompt(t *testing.T) {
 	if _, err := b.Complete(ctx, llm.Request{Messages: msgs}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	if len(b.cache) != 0 {
-		t.Fatalf("cache holds %d tokens after a cancelled call", len(b.cache))
+	if len(held(b)) != 0 {
+		t.Fatalf("cache holds %d tokens after a cancelled call", len(held(b)))
 	}
 }
 
@@ -409,11 +402,7 @@ func TestBindingTypicalPZeroIgnoresSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := func(p llama.SamplingParams) int {
-		b.Reset()
-		idx, err := b.decode(context.Background(), tokens)
-		if err != nil {
-			t.Fatal(err)
-		}
+		idx := decodeDirect(t, b, tokens)
 		sc, err := llama.NewSamplingContext(b.model, p)
 		if err != nil {
 			t.Fatal(err)
@@ -730,4 +719,32 @@ func TestCountsMatchWhatCompleteEvaluates(t *testing.T) {
 		t.Fatalf("CountText = %d, %v; tokenizer %d", n, err, len(want))
 	}
 	var _ llm.TokenCounter = b // the executor finds the capability by interface
+}
+
+// held is what sequence 0 holds; for tests, between calls (the scheduler
+// is idle then).
+func held(b *Backend) []int { return b.sched.slots[0].cache }
+
+// decodeDirect evaluates tokens into an emptied sequence 0 outside the
+// scheduler (idle between calls), for tests that sample by hand, and
+// returns the last token's logits index in its batch.
+func decodeDirect(t *testing.T, b *Backend, tokens []int) int {
+	t.Helper()
+	sl := b.sched.slots[0]
+	b.lc.KvCacheSeqRm(0, -1, -1)
+	sl.cache = nil
+	idx := 0
+	for start := 0; start < len(tokens); start += b.opts.BatchSize {
+		chunk := tokens[start:min(start+b.opts.BatchSize, len(tokens))]
+		b.batch.Clear()
+		for i, tk := range chunk {
+			b.batch.Add(tk, nil, start+i, start+i == len(tokens)-1, 0)
+		}
+		if err := b.lc.Decode(b.batch); err != nil {
+			t.Fatal(err)
+		}
+		sl.cache = append(sl.cache, chunk...)
+		idx = len(chunk) - 1
+	}
+	return idx
 }

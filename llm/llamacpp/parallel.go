@@ -1,7 +1,9 @@
 package llamacpp
 
-// Parallel sequences (Options.Parallel > 1): one llama context, one KV
-// sequence per slot, and a scheduler goroutine that owns the context.
+// The scheduler: one llama context, one KV sequence per slot
+// (Options.Parallel of them, one by default), and a goroutine that owns the
+// context. Every call goes through it; with one slot, calls run one at a
+// time and each reuses the prefix the sequence still holds from the last.
 //
 //   - Complete tokenizes, builds its sampler and queues a job; at most
 //     Parallel jobs hold a slot, the others wait in order (their ctx can
@@ -82,7 +84,7 @@ const (
 	jobWithdrawn
 )
 
-// job is one Complete call in parallel mode.
+// job is one Complete call.
 type job struct {
 	ctx       context.Context
 	req       llm.Request
@@ -136,7 +138,7 @@ func (j *job) take() []string {
 	return p
 }
 
-// sched is the parallel mode's scheduler.
+// sched is the scheduler (see the file's comment).
 type sched struct {
 	b     *Backend
 	slots []*slot
@@ -159,6 +161,9 @@ type sched struct {
 	// stepHook, when set (by tests, before the calls they watch), runs
 	// before each decode on the scheduler goroutine.
 	stepHook func(s *sched)
+	// decodedHook, when set (by tests), runs after each successful decode,
+	// before any draw: the batch's logits are as llama.cpp left them.
+	decodedHook func(s *sched, batch []*job)
 }
 
 func newSched(b *Backend, n int) *sched {
@@ -227,8 +232,10 @@ func (s *sched) close() {
 	<-s.exited
 }
 
-// completeParallel is Complete in parallel mode.
-func (b *Backend) completeParallel(ctx context.Context, req llm.Request) (llm.Response, error) {
+// Complete formats, tokenizes and answers req (see the file's comment).
+// On cancellation it returns what was generated so far with ctx's error.
+// Calls beyond Parallel wait for a free sequence; ctx ends the wait.
+func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -382,7 +389,7 @@ func (s *sched) takeTurn() bool {
 	}
 	got := make(chan result, 1)
 	start := time.Now()
-	loadWait := s.b.loadWait // the load's wait goes to the first call, as in serial mode
+	loadWait := s.b.loadWait // the load's wait goes to the first call
 	s.b.loadWait = 0
 	go func() {
 		t, err := s.b.turn(ctx)
@@ -474,9 +481,9 @@ func (s *sched) step() {
 	}
 	s.mu.Lock()
 	s.inflight = batch
-	if !slices.ContainsFunc(batch, func(j *job) bool { return !j.cancelled.Load() }) {
-		b.abort.set(true)
-	}
+	// Set or cleared here, under s.mu as cancel is: a flag left over from
+	// a cancel that came after the last decode never aborts live work.
+	b.abort.set(!slices.ContainsFunc(batch, func(j *job) bool { return !j.cancelled.Load() }))
 	s.mu.Unlock()
 	start := time.Now()
 	err := b.lc.Decode(b.batch)
@@ -522,6 +529,9 @@ func (s *sched) step() {
 			}
 		}
 		return
+	}
+	if s.decodedHook != nil {
+		s.decodedHook(s, batch)
 	}
 
 	start = time.Now()

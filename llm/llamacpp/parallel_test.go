@@ -396,23 +396,42 @@ func TestParallelClose(t *testing.T) {
 	}
 }
 
-// Parallel 0 and 1 keep the one-sequence path; a caller waiting behind a
-// running call can still give up.
+// Parallel 0 and 1 are the scheduler with one sequence: calls run one at a
+// time, and a caller waiting behind a running call can still give up.
 func TestParallelOneIsSerial(t *testing.T) {
 	for _, n := range []int{0, 1} {
 		b := newTinyParallel(t, n, nil)
-		if b.sched != nil || b.opts.Parallel != 1 {
-			t.Errorf("Parallel %d: sched %v, parallel %d", n, b.sched != nil, b.opts.Parallel)
+		if len(b.sched.slots) != 1 || b.opts.Parallel != 1 {
+			t.Errorf("Parallel %d: %d slots, parallel %d", n, len(b.sched.slots), b.opts.Parallel)
 		}
 	}
 	b := newTiny(t, nil)
-	b.serial <- struct{}{} // a call is running
+	running, release := make(chan struct{}), make(chan struct{})
+	b.sched.stepHook = func(s *sched) {
+		if len(s.active) == 1 && s.active[0].req.MaxTokens == 3 {
+			select {
+			case running <- struct{}{}:
+				<-release
+			default:
+			}
+		}
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.Complete(context.Background(), llm.Request{Messages: conversation(0), MaxTokens: 3})
+		first <- err
+	}()
+	<-running // a call is running
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := b.Complete(ctx, llm.Request{Messages: conversation(0), MaxTokens: 2}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("waiting caller: %v", err)
 	}
-	<-b.serial
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	b.sched.stepHook = nil
 	if _, err := b.Complete(context.Background(), llm.Request{Messages: conversation(0), MaxTokens: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,13 @@ package llamacpp
 //     or anything else a user typed), as the chat template formats them.
 //     The full prompt must start with exactly those tokens, else nothing
 //     is persisted. Prefixes under minPinned tokens are not worth a file.
-//   - When: a call whose pinned prefix is not in the KV cache loads it
-//     from disk into its sequence; on a miss it evaluates the prefix
-//     first, saves that sequence's state, then evaluates the rest of its
-//     prompt. With --parallel (parallel.go) a loaded prefix seeds one
-//     sequence and the scheduler's prefix copy shares it with the others;
-//     on a miss the sequence evaluating the prefix stops its prompt chunks
-//     at the prefix's end and saves there, as a serial call does. Warm
-//     (tact serve at start) does either ahead of the first request.
+//   - When: a call whose pinned prefix is not in its sequence loads it
+//     from disk into that sequence; on a miss the sequence evaluating the
+//     prefix stops its prompt chunks at the prefix's end, saves its state
+//     there, then evaluates the rest of the prompt. With --parallel
+//     (parallel.go) the scheduler's prefix copy shares a loaded prefix
+//     with the other sequences. Warm (tact serve at start) does either
+//     ahead of the first request.
 //   - The key (internal/promptcache.Key) covers the model file (path,
 //     size, modification time), the context size, batch size, KV cache
 //     type, flash attention, GPU offload, the payload's layout and the
@@ -69,8 +68,8 @@ type promptCache struct {
 		tokens []int
 	}
 	// saved lists the entries this process saved or tried to: a prefix is
-	// written at most once a process. Guarded by mu: parallel mode's
-	// scheduler claims entries without the backend's lock.
+	// written at most once a process. Guarded by mu: the scheduler
+	// claims entries without the backend's lock.
 	mu    sync.Mutex
 	saved map[string]bool
 }
@@ -200,24 +199,6 @@ func (b *Backend) pinnedPrefix(req llm.Request, tokens []int) []int {
 	return tokens[:len(pin):len(pin)]
 }
 
-// loadPinned loads the pinned prefix pin into sequence 0 when the KV cache
-// does not hold it yet, and returns how many tokens came from disk.
-// b.mu is held.
-func (b *Backend) loadPinned(pin []int) int {
-	if len(pin) == 0 || commonPrefix(b.cache, pin) == len(pin) {
-		return 0
-	}
-	loaded, cleared := b.loadSeq(0, pin)
-	if cleared {
-		b.cache = b.cache[:0]
-	}
-	if !loaded {
-		return 0
-	}
-	b.cache = append(b.cache, pin...)
-	return len(pin)
-}
-
 // loadSeq reads pin's entry into sequence seq. On a miss or an entry that
 // cannot be trusted the sequence is untouched; cleared says it was emptied
 // (it holds pin when loaded).
@@ -261,31 +242,12 @@ func (b *Backend) loadSeq(seq int, pin []int) (loaded, cleared bool) {
 	return true, true
 }
 
-// statsMu updates the stats under b.mu when the caller does not hold it
-// (the scheduler goroutine); serial calls hold it already.
+// statsMu updates the stats under b.mu (the scheduler goroutine does not
+// hold it).
 func (b *Backend) statsMu(f func(*Stats)) {
-	if b.sched != nil {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	f(&b.stats)
-}
-
-// decodePrompt decodes tokens[from:] (decode's result). When the pinned
-// prefix pin is part of that and this process has not saved it yet, it
-// decodes up to pin's end first and saves sequence 0 there.
-func (b *Backend) decodePrompt(ctx context.Context, tokens []int, from int, pin []int) (int, error) {
-	if pc := b.pc; pc != nil && len(pin) > 0 && from < len(pin) && pc.unsaved(pin) {
-		if _, err := b.decode(ctx, tokens[from:len(pin)]); err != nil {
-			return 0, err
-		}
-		if pc.claim(pin) {
-			// Complete counts the prompt's decode around this.
-			b.stats.PromptTime -= b.saveSeq(0, pin)
-		}
-		from = len(pin)
-	}
-	return b.decode(ctx, tokens[from:])
 }
 
 // saveSeq writes sequence seq's state, which holds exactly pin, to pin's
@@ -338,7 +300,7 @@ func streamPart(state []byte, streams, seq int) ([]byte, error) {
 	return state[lead : len(state)-trail], nil
 }
 
-// seedSlot is parallel mode's hook (sched.start): when the slot a job got
+// seedSlot is the scheduler's hook (sched.start): when the slot a job got
 // does not hold the job's pinned prefix (j.pin, found by the caller), it
 // loads it from disk into the slot's sequence and returns the tokens
 // loaded. On a miss j.savePin is the prefix, to be saved once the slot has
@@ -371,8 +333,8 @@ const warmKind llm.Kind = "warm"
 // start with it (llm.Warmer): the prefix is loaded from the prompt cache,
 // or evaluated and saved there, and stays in a sequence the next calls
 // reuse or copy. It is one call of a single generated token with a
-// placeholder user message after msgs, so it takes the serial and the
-// parallel path alike.
+// placeholder user message after msgs, so it takes the path every call
+// takes.
 func (b *Backend) Warm(ctx context.Context, msgs []llm.Message) (llm.Usage, error) {
 	if len(msgs) == 0 {
 		return llm.Usage{}, nil

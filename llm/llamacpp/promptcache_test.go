@@ -127,18 +127,25 @@ func TestPromptCacheSameLogits(t *testing.T) {
 	logits := func(b *Backend, wantDisk bool) []float32 {
 		t.Helper()
 		tokens, pin := prompt(t, b, req)
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		disk := b.loadPinned(pin)
-		if (disk == len(pin)) != wantDisk || (disk != 0 && disk != len(pin)) {
-			t.Fatalf("loaded %d tokens of a %d-token prefix; want a load: %v", disk, len(pin), wantDisk)
+		var got []float32
+		b.sched.decodedHook = func(s *sched, batch []*job) {
+			for _, j := range batch {
+				if j.idx >= 0 && j.last < 0 && j.next+j.inBatch == len(tokens) {
+					got = slices.Clone(b.lc.GetLogitsIth(j.idx))
+				}
+			}
 		}
-		from := b.reuse(tokens)
-		idx, err := b.decodePrompt(ctx, tokens, from, pin)
+		r, err := b.Complete(ctx, llm.Request{Messages: req.Messages, PersistableMessages: req.PersistableMessages, MaxTokens: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return slices.Clone(b.lc.GetLogitsIth(idx))
+		if disk := r.Usage.DiskCachedTokens; (disk == len(pin)) != wantDisk || (disk != 0 && disk != len(pin)) {
+			t.Fatalf("loaded %d tokens of a %d-token prefix; want a load: %v", disk, len(pin), wantDisk)
+		}
+		if got == nil {
+			t.Fatal("no decode ended the prompt")
+		}
+		return got
 	}
 	cold := logits(cachedTiny(t, dir, nil), false)
 	if n := len(entries(t, dir)); n != 1 {

@@ -1,6 +1,6 @@
 package llamacpp
 
-// Slots of the parallel scheduler (parallel.go): which sequence a job
+// Slots of the scheduler (parallel.go): which sequence a job
 // takes and how it gets a prefix another sequence holds or is evaluating.
 
 // followMin is the fewest extra prefix tokens worth waiting for another
@@ -35,6 +35,16 @@ func (s *sched) admit() {
 		}
 		s.start(j, free)
 	}
+}
+
+func commonPrefix(a, b []int) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // usable is how many of tokens a sequence holding cache can skip: their

@@ -1,6 +1,6 @@
 package llamacpp
 
-// What every call does around the scheduler's decodes (parallel.go): its
+// What every call does around the scheduler's decodes (sched.go): its
 // prompt and sampler before any decode, each token drawn, the conditions
 // that end a reply, and its count and log line at the end.
 

@@ -1,6 +1,6 @@
 package llamacpp
 
-// Sampling in the parallel scheduler (parallel.go): after each decode the
+// Sampling in the scheduler (sched.go): after each decode the
 // next token of every job is drawn, then applied.
 
 import (

@@ -2,7 +2,7 @@ package llamacpp
 
 // The binding's NewContextParams leaves llama.cpp's kv_unified at its
 // default (false: one KV stream per sequence), which is what tact's parallel
-// sequences use (see parallel.go for why). The bench's probe compares both,
+// sequences use (see sched.go for why). The bench's probe compares both,
 // so SetUnifiedKV sets it through a copy of llama_context_params' layout
 // (llama.h of the binding's llama.cpp; go.mod pins the version), checked at
 // run time against the binding's own struct: its size and the fields

@@ -3,7 +3,7 @@
 //
 // A Backend loads one GGUF model once per process (mmap) and serves
 // llm.Request calls, one at a time or Options.Parallel at once, through one
-// scheduler (parallel.go):
+// scheduler (sched.go):
 //
 //   - the messages are formatted with the model's chat template and
 //     tokenized;
@@ -77,7 +77,7 @@ type Options struct {
 	NoCPULock  bool
 	CPULockDir string
 	// Parallel is how many calls run at once, each in its own sequence
-	// with its own CtxSize window; 0 or 1: one at a time. See parallel.go.
+	// with its own CtxSize window; 0 or 1: one at a time. See sched.go.
 	Parallel int
 	// PromptCacheDir, when set, keeps the KV state of each request's
 	// persistable prefix (llm.Request.PersistableMessages) in files there
@@ -95,7 +95,7 @@ var ErrContextFull = llm.ErrContextFull
 
 // Backend is a loaded model. It implements llm.Backend. Calls may come
 // from many goroutines: up to Parallel run at once (one by default), the
-// others wait their turn (parallel.go).
+// others wait their turn (sched.go).
 type Backend struct {
 	mu         sync.Mutex
 	sched      *sched // owns the context: every call goes through it
@@ -260,7 +260,7 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	// Each sequence gets its own CtxSize window: Parallel windows in all.
 	params := llama.NewContextParams(opts.CtxSize*opts.Parallel, opts.BatchSize, opts.Parallel, opts.Threads, fa, opts.KVCacheType)
 	// Parallel sequences keep llama.cpp's split KV cache (one stream per
-	// sequence): see parallel.go for why not the unified one.
+	// sequence): see sched.go for why not the unified one.
 	lc, err := llama.NewContextWithModel(model, params)
 	if err != nil {
 		llama.FreeModel(model)

@@ -14,7 +14,7 @@ package llamacpp
 //     from disk into that sequence; on a miss the sequence evaluating the
 //     prefix stops its prompt chunks at the prefix's end, saves its state
 //     there, then evaluates the rest of the prompt. With --parallel
-//     (parallel.go) the scheduler's prefix copy shares a loaded prefix
+//     (sched.go) the scheduler's prefix copy shares a loaded prefix
 //     with the other sequences. Warm (tact serve at start) does either
 //     ahead of the first request.
 //   - The key (internal/promptcache.Key) covers the model file (path,

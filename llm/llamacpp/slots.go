@@ -1,6 +1,6 @@
 package llamacpp
 
-// Slots of the scheduler (parallel.go): which sequence a job
+// Slots of the scheduler (sched.go): which sequence a job
 // takes and how it gets a prefix another sequence holds or is evaluating.
 
 // followMin is the fewest extra prefix tokens worth waiting for another

@@ -11,7 +11,7 @@
 //   - N concurrent `tact run` processes (N = 2 and 4) against the same N one
 //     after another, with the CPU lock and, for N = 2, without it
 //     (concurrent.go);
-//   - parallel sequences (parallel.go): a bare-binding probe of N sequences
+//   - parallel sequences (llm/llamacpp/sched.go): a bare-binding probe of N sequences
 //     decoded in one batch, and 16 concurrent calls at Parallel 1 to 16;
 //   - the prompt cache (promptcache.go): a cron-like pair of identical
 //     `tact run` processes, cold and warm: time to the first model reply,

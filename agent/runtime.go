@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/buildinfo"
 	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/outfile"
@@ -18,8 +17,12 @@ import (
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/mcp"
 	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/sandbox"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 // Options are what a front end adds to the settings when it opens a Runtime.
@@ -31,7 +34,7 @@ type Options struct {
 	SettingName func(field string) string
 	// Prompter asks a person to approve write/exec actions (nil: unattended,
 	// such actions run only when --yes or a policy rule allows them).
-	Prompter exec.Prompter
+	Prompter policy.Prompter
 	// Events receives every run's events besides the trace file (the
 	// progress line, a dry-run listing).
 	Events react.Sink
@@ -40,7 +43,7 @@ type Options struct {
 	MCPServers []string
 	// OnRedactor is called with the redactor as soon as the secrets are
 	// known, so a front end can redact its logs and messages from then on.
-	OnRedactor func(*exec.Redactor)
+	OnRedactor func(*redact.Redactor)
 	// Secrets are more values the redactor hides wherever they would
 	// appear (a server's bearer token, whatever its variable is named).
 	Secrets []string
@@ -54,15 +57,15 @@ type Runtime struct {
 	S        *config.Settings
 	Backend  llm.Backend    // redacts every prompt (llm.Redacting): the planner, the executor, Warm and Complete call through it
 	Info     map[string]any // backend and model, for plan headers and traces (Model().Header())
-	Registry *exec.Registry
-	Redactor *exec.Redactor
-	Env      *exec.Env
+	Registry *tools.Registry
+	Redactor *redact.Redactor
+	Env      *tools.Env
 
 	opts      Options
 	trace     *react.TraceWriter
 	traceFile *os.File
 	events    react.Sink // trace file and the caller's sinks
-	gate      exec.Gate
+	gate      tools.Gate
 	planner   *planner.Planner
 	noModel   *noModel // nil: jobs can call a model
 	mcp       *mcp.Manager
@@ -101,7 +104,7 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	for i, v := range opts.Secrets {
 		environ = append(environ, fmt.Sprintf("TACT_OPTIONS_SECRET_%d_KEY=%s", i, v)) // a secret's name
 	}
-	if rt.Redactor, err = exec.NewRedactor(environ, s.Redact); err != nil {
+	if rt.Redactor, err = redact.NewRedactor(environ, s.Redact); err != nil {
 		return rt, badInputf("--redact: %v", err)
 	}
 	if opts.OnRedactor != nil {
@@ -130,20 +133,20 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 		rt.trace = react.NewTraceWriter(out, func(line string) string { return string(rt.Redactor.RedactJSON([]byte(line))) })
 	}
 	rt.events = react.Sinks{rt.trace, opts.Events}
-	if rt.Env, err = exec.NewEnv(s.Workspace); err != nil {
+	if rt.Env, err = tools.NewEnv(s.Workspace); err != nil {
 		return rt, badInputf("--workspace: %v", err)
 	}
 	rt.Env.ToolTimeout = s.ToolTimeout
 	rt.Env.ExtraEnv = s.Env
-	rt.Env.Sandbox, _ = exec.ParseSandboxMode(s.Sandbox) // checked by validate
+	rt.Env.Sandbox, _ = sandbox.ParseMode(s.Sandbox) // checked by validate
 	rt.Env.NoNetwork = s.NoNetwork
 	rt.Env.Redactor = rt.Redactor // tools cut output only where no secret is split
 	// The policy file is read before any model call: a bad one fails fast.
-	policy, err := exec.LoadPolicy(s.PolicyPath())
+	pol, err := policy.LoadPolicy(s.PolicyPath())
 	if err != nil {
 		return rt, badInput(err)
 	}
-	rt.Registry = exec.DefaultRegistry()
+	rt.Registry = tools.DefaultRegistry()
 	if len(mcpConfig.Servers) > 0 {
 		rt.mcp = mcp.Start(ctx, mcpConfig, opts.MCPServers, mcp.Options{ClientVersion: buildinfo.Version, Log: slog.Default()})
 		rt.Registry = rt.mcp.Registry(rt.Registry)
@@ -163,7 +166,7 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	if m, ok := rt.Backend.(llm.ModelLess); ok {
 		rt.noModel = &noModel{Why: m.NoModel()}
 	}
-	rt.gate = exec.NewGate(exec.GateOptions{Policy: policy, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
+	rt.gate = policy.NewGate(policy.GateOptions{Policy: pol, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
 		DryRun: s.DryRun, Prompter: opts.Prompter, Redactor: rt.Redactor, Log: slog.Default()})
 	plannerTools := s.AllowTools
 	if len(plannerTools) == 0 {
@@ -262,7 +265,7 @@ func planMaxTokens(s *config.Settings) int {
 // validate checks what config cannot: the sandbox mode, --stop-when must
 // compile, and --threads is capped at the CPUs present (with a warning).
 func validate(s *config.Settings) error {
-	if _, err := exec.ParseSandboxMode(s.Sandbox); err != nil {
+	if _, err := sandbox.ParseMode(s.Sandbox); err != nil {
 		return fmt.Errorf("--sandbox: %v", err)
 	}
 	if s.StopWhen != "" {

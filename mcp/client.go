@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/tools"
 )
 
 // State is where a server stands.
@@ -121,10 +121,10 @@ func (m *Manager) Tools() []*Tool {
 
 // Registry is base plus the servers' tools; a tool whose name is taken is
 // skipped with a warning.
-func (m *Manager) Registry(base *exec.Registry) *exec.Registry {
-	tools := base.List()
+func (m *Manager) Registry(base *tools.Registry) *tools.Registry {
+	all := base.List()
 	taken := map[string]bool{}
-	for _, t := range tools {
+	for _, t := range all {
 		taken[t.Name()] = true
 	}
 	for _, t := range m.Tools() {
@@ -133,9 +133,9 @@ func (m *Manager) Registry(base *exec.Registry) *exec.Registry {
 			continue
 		}
 		taken[t.Name()] = true
-		tools = append(tools, t)
+		all = append(all, t)
 	}
-	return exec.NewRegistry(tools...)
+	return tools.NewRegistry(all...)
 }
 
 // Status lists every configured server.

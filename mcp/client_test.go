@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,8 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/mcptest"
+	"github.com/tactcli/tact/tools"
 )
 
 // The test binary doubles as the test MCP server (internal/mcptest).
@@ -89,35 +89,35 @@ func toolMap(m *Manager) map[string]*Tool {
 	return out
 }
 
-func run(t *testing.T, tool *Tool, args string) exec.Result {
+func run(t *testing.T, tool *Tool, args string) tools.Result {
 	t.Helper()
 	if tool == nil {
 		t.Fatal("no such tool")
 	}
-	return tool.Run(t.Context(), &exec.Env{}, json.RawMessage(args))
+	return tool.Run(t.Context(), &tools.Env{}, json.RawMessage(args))
 }
 
 func TestStdioServer(t *testing.T) {
 	m, log := startConfig(t, map[string]string{
 		"t": stdioEntry(t, `"classes": {"run_thing": "read", "missing_tool": "write"}, "disabled_tools": ["pid"]`, "-extra", "30", "-page-size", "7"),
 	}, nil)
-	tools := toolMap(m)
+	byName := toolMap(m)
 	// 13 tools + 30 extra, listed 7 a page; bad_schema skipped, pid disabled.
-	if len(tools) != 41 {
-		t.Fatalf("%d tools: %v\nlog:\n%s", len(tools), m.Tools(), log)
+	if len(byName) != 41 {
+		t.Fatalf("%d tools: %v\nlog:\n%s", len(byName), m.Tools(), log)
 	}
 	if st := m.Status(); len(st) != 1 || st[0] != (Status{Name: "t", Transport: "stdio", State: StateReady, Tools: 41}) {
 		t.Errorf("status %+v", st)
 	}
-	for name, class := range map[string]exec.Class{"t.echo": exec.ClassRead, "t.write_note": exec.ClassWrite, "t.run_thing": exec.ClassRead, "t.media": exec.ClassRead} {
-		if got := tools[name].Class(); got != class {
+	for name, class := range map[string]tools.Class{"t.echo": tools.ClassRead, "t.write_note": tools.ClassWrite, "t.run_thing": tools.ClassRead, "t.media": tools.ClassRead} {
+		if got := byName[name].Class(); got != class {
 			t.Errorf("%s class %s, want %s", name, got, class)
 		}
 	}
-	if tools["t.extra_30"] == nil || tools["t.pid"] != nil || tools["t.bad_schema"] != nil {
+	if byName["t.extra_30"] == nil || byName["t.pid"] != nil || byName["t.bad_schema"] != nil {
 		t.Errorf("tools: %v", m.Tools())
 	}
-	if d := tools["t.echo"].Description(); d != "Echo the text back." {
+	if d := byName["t.echo"].Description(); d != "Echo the text back." {
 		t.Errorf("description %q", d)
 	}
 	for _, want := range []string{
@@ -144,7 +144,7 @@ func TestStdioServer(t *testing.T) {
 		{"t.echo", `[1]`, "", "arguments for t.echo: want a JSON object"},
 	}
 	for _, tt := range tests {
-		res := run(t, tools[tt.tool], tt.args)
+		res := run(t, byName[tt.tool], tt.args)
 		errText := ""
 		if res.Err != nil {
 			errText = res.Err.Error()
@@ -154,7 +154,7 @@ func TestStdioServer(t *testing.T) {
 		}
 	}
 	// The grammar's schema leaves the pattern out; plans and the model see the rest.
-	if s := string(tools["t.code"].Schema()); strings.Contains(s, "pattern") || !strings.Contains(s, `"code"`) {
+	if s := string(byName["t.code"].Schema()); strings.Contains(s, "pattern") || !strings.Contains(s, `"code"`) {
 		t.Errorf("grammar schema %s", s)
 	}
 }
@@ -268,7 +268,7 @@ func TestStartOnly(t *testing.T) {
 	if st[0].State != StateNotStarted || st[1].State != StateReady {
 		t.Errorf("status %+v", st)
 	}
-	reg := m.Registry(exec.DefaultRegistry())
+	reg := m.Registry(tools.DefaultRegistry())
 	if _, ok := reg.Get("b.echo"); !ok {
 		t.Errorf("registry lacks b.echo: %v", reg.Names())
 	}
@@ -352,14 +352,14 @@ func startHTTPServer(t *testing.T, args ...string) string {
 	return url
 }
 
-func startHTTPServerCmd(t *testing.T, args ...string) (string, *osexec.Cmd) {
+func startHTTPServerCmd(t *testing.T, args ...string) (string, *exec.Cmd) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	urlFile := filepath.Join(t.TempDir(), "url")
-	cmd := osexec.Command(self)
+	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), mcptest.EnvServe+"="+mcptest.EnvValue(append([]string{"-http", "-url-file", urlFile}, args...)...))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -473,9 +473,9 @@ func TestHTTPServer(t *testing.T) {
 
 func TestClassOfAnnotations(t *testing.T) {
 	m, _ := startConfig(t, map[string]string{"t": stdioEntry(t, `"classes": {"write_note": "exec", "echo": "write"}`)}, nil)
-	tools := toolMap(m)
-	if tools["t.write_note"].Class() != exec.ClassExec || tools["t.echo"].Class() != exec.ClassWrite || tools["t.run_thing"].Class() != exec.ClassExec {
-		t.Errorf("classes: %s %s %s", tools["t.write_note"].Class(), tools["t.echo"].Class(), tools["t.run_thing"].Class())
+	byName := toolMap(m)
+	if byName["t.write_note"].Class() != tools.ClassExec || byName["t.echo"].Class() != tools.ClassWrite || byName["t.run_thing"].Class() != tools.ClassExec {
+		t.Errorf("classes: %s %s %s", byName["t.write_note"].Class(), byName["t.echo"].Class(), byName["t.run_thing"].Class())
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package mcp makes tact a Model Context Protocol client: it reads the MCP
 // servers file, starts one session per server for a run (stdio servers as
 // child processes in their own process group, streamable HTTP servers by
-// URL), and offers each server tool as an exec.Tool named SERVER.TOOL, so
+// URL), and offers each server tool as a tools.Tool named SERVER.TOOL, so
 // the registry, approval, policy, --read-only and --dry-run apply to it as
 // to a built-in tool.
 package mcp
@@ -18,8 +18,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/filekind"
+	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/tools"
 )
 
 const (
@@ -57,7 +58,7 @@ type ServerConfig struct {
 	StartTimeout  time.Duration // connect, handshake and tool listing
 	Disabled      bool
 	DisabledTools map[string]bool
-	Classes       map[string]exec.Class // tool name -> class, overriding annotations
+	Classes       map[string]tools.Class // tool name -> class, overriding annotations
 
 	// expandErr is an environment variable that is not set: the server
 	// fails to start with this error (one warning), the run goes on.
@@ -101,7 +102,7 @@ func (c *Config) Secrets() []string {
 	return out
 }
 
-// SecretEnviron is Secrets as KEY=VALUE pairs under a name exec.NewRedactor
+// SecretEnviron is Secrets as KEY=VALUE pairs under a name redact.NewRedactor
 // treats as secret, so the run's one Redactor covers them too.
 func (c *Config) SecretEnviron() []string {
 	var out []string
@@ -122,22 +123,22 @@ var (
 func ValidServerName(name string) bool { return serverNameRE.MatchString(name) }
 
 // validToolName reports whether a server's tool name is usable: the MCP
-// specification's alphabet (exec.ValidMCPToolName, shared with policy).
-func validToolName(name string) bool { return exec.ValidMCPToolName(name) }
+// specification's alphabet (tools.ValidMCPToolName, shared with policy).
+func validToolName(name string) bool { return tools.ValidMCPToolName(name) }
 
 // toolNameError says why a tool name in the servers file is not one. The
 // fields take exact names: there are no patterns here.
 func toolNameError(name string) string {
-	why := fmt.Sprintf("use 1 to %d of %s", exec.MaxMCPToolName, exec.ToolNameAlphabet)
+	why := fmt.Sprintf("use 1 to %d of %s", tools.MaxMCPToolName, tools.ToolNameAlphabet)
 	switch {
 	case name == "":
 		why = "empty; " + why
-	case len(name) > exec.MaxMCPToolName:
-		why = fmt.Sprintf("longer than %d characters", exec.MaxMCPToolName)
+	case len(name) > tools.MaxMCPToolName:
+		why = fmt.Sprintf("longer than %d characters", tools.MaxMCPToolName)
 	case strings.Contains(name, "*"):
 		why = "these fields take exact tool names, not patterns; " + why
-	case exec.BadToolNameChar(name) != "":
-		why = exec.BadToolNameChar(name) + " is not allowed; " + why
+	case tools.BadToolNameChar(name) != "":
+		why = tools.BadToolNameChar(name) + " is not allowed; " + why
 	}
 	return fmt.Sprintf("%q is not a tool name (%s)", name, why)
 }
@@ -278,7 +279,7 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 			ex.absorb(sec)
 			s.Env = append(s.Env, k+"="+v)
 			s.secrets = append(s.secrets, sec.values...)
-			if len(sec.values) > 0 || exec.IsSecretEnvName(k) {
+			if len(sec.values) > 0 || redact.IsSecretEnvName(k) {
 				s.secrets = append(s.secrets, v)
 			}
 		}
@@ -338,13 +339,13 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 		}
 		s.DisabledTools[t] = true
 	}
-	s.Classes = map[string]exec.Class{}
+	s.Classes = map[string]tools.Class{}
 	for _, t := range sortedKeys(j.Classes) {
 		if !validToolName(t) {
 			return nil, fmt.Errorf(".classes: %s", toolNameError(t))
 		}
-		switch c := exec.Class(j.Classes[t]); c {
-		case exec.ClassRead, exec.ClassWrite, exec.ClassExec:
+		switch c := tools.Class(j.Classes[t]); c {
+		case tools.ClassRead, tools.ClassWrite, tools.ClassExec:
 			s.Classes[t] = c
 		default:
 			return nil, fmt.Errorf(".classes.%s: %q: want \"read\", \"write\" or \"exec\"", t, j.Classes[t])

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/tools"
 )
 
 func lookupFrom(m map[string]string) func(string) (string, bool) {
@@ -36,7 +37,7 @@ func TestParseConfig(t *testing.T) {
 	fs, gh, off := cfg.Servers[0], cfg.Servers[1], cfg.Servers[2]
 	want := &ServerConfig{Name: "fs", Command: "npx", Args: []string{"-y", "server-fs", "/home/u/notes"},
 		Env: []string{"API_TOKEN=ghp_secretvalue", "MODE=fast"}, Cwd: "/tmp", Timeout: 90 * time.Second, StartTimeout: DefaultStartTimeout,
-		DisabledTools: map[string]bool{"rm": true}, Classes: map[string]exec.Class{"write_file": exec.ClassWrite, "read": exec.ClassRead},
+		DisabledTools: map[string]bool{"rm": true}, Classes: map[string]tools.Class{"write_file": tools.ClassWrite, "read": tools.ClassRead},
 		secrets: []string{"ghp_secretvalue", "ghp_secretvalue"}}
 	if !reflect.DeepEqual(fs, want) {
 		t.Errorf("fs =\n%+v\nwant\n%+v", fs, want)
@@ -58,7 +59,7 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("secrets %q hold a plain value", secrets)
 	}
 	// The run's redactor learns them through SecretEnviron.
-	red, err := exec.NewRedactor(cfg.SecretEnviron(), nil)
+	red, err := redact.NewRedactor(cfg.SecretEnviron(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/procsafe"
+	"github.com/tactcli/tact/sandbox"
 )
 
 // inheritedEnv are the variables a stdio server gets from tact's
@@ -29,7 +29,7 @@ const maxStderrLine = 4096
 
 // process is a running stdio server: the leader of its own process group.
 type process struct {
-	cmd    *osexec.Cmd
+	cmd    *exec.Cmd
 	pgid   int
 	stdin  *os.File // our end of its stdin
 	stdout *os.File // our end of its stdout
@@ -45,7 +45,7 @@ type process struct {
 // startProcess starts a stdio server in its own process group, with its
 // stderr logged at debug level line by line.
 func startProcess(cfg *ServerConfig, log *slog.Logger) (*process, error) {
-	cmd := osexec.Command(cfg.Command, cfg.Args...)
+	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Cwd
 	cmd.Env = childEnv(cfg.Env)
 	cmd.SysProcAttr = procAttr()
@@ -77,7 +77,7 @@ func startProcess(cfg *ServerConfig, log *slog.Logger) (*process, error) {
 	}
 	closeAll(inR, outW, errW)
 	p := &process{cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, stdout: outR, exited: make(chan struct{})}
-	p.untrack = exec.TrackProcessGroup(p.pgid)
+	p.untrack = sandbox.TrackProcessGroup(p.pgid)
 	log.Debug("MCP server started", "server", cfg.Name, "pid", p.pgid, "command", cfg.Command, "args", cfg.Args)
 	stderrDone := make(chan struct{})
 	go func() {
@@ -128,7 +128,7 @@ func (p *process) exitError() error {
 	last := p.lastStderr
 	p.mu.Unlock()
 	msg := "exited"
-	var ee *osexec.ExitError
+	var ee *exec.ExitError
 	switch {
 	case errors.As(p.waitErr, &ee) && ee.Exited():
 		msg = fmt.Sprintf("exited with status %d", ee.ExitCode())
@@ -192,7 +192,7 @@ func closeAll(cs ...io.Closer) {
 
 // unwrapExec drops os/exec's repetition of the command name.
 func unwrapExec(err error) error {
-	var ee *osexec.Error
+	var ee *exec.Error
 	if errors.As(err, &ee) {
 		return ee.Err
 	}

@@ -9,19 +9,19 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 
 	"github.com/tactcli/tact/internal/text"
 )
 
-// Tool is one MCP server tool offered as an exec.Tool named SERVER.TOOL.
+// Tool is one MCP server tool offered as a tools.Tool named SERVER.TOOL.
 type Tool struct {
 	srv    *server
 	name   string // SERVER.TOOL
 	remote string // the server's name for it
 	desc   string
-	class  exec.Class
+	class  tools.Class
 	// grammar is the argument schema the model and plans see; when the
 	// server's schema uses keywords the grammar cannot express, those are
 	// left out of it and full checks the arguments before each call.
@@ -30,45 +30,45 @@ type Tool struct {
 }
 
 var (
-	_ exec.Tool      = (*Tool)(nil)
-	_ exec.Describer = (*Tool)(nil)
+	_ tools.Tool      = (*Tool)(nil)
+	_ tools.Describer = (*Tool)(nil)
 )
 
 func (t *Tool) Name() string            { return t.name }
 func (t *Tool) Description() string     { return t.desc }
-func (t *Tool) Class() exec.Class       { return t.class }
+func (t *Tool) Class() tools.Class      { return t.class }
 func (t *Tool) Schema() json.RawMessage { return t.grammar }
 func (t *Tool) Server() string          { return t.srv.cfg.Name }
 func (t *Tool) ValidatedOnly() bool     { return t.full != nil }
-func (t *Tool) Describe(_ *exec.Env, _ json.RawMessage) string {
+func (t *Tool) Describe(_ *tools.Env, _ json.RawMessage) string {
 	return fmt.Sprintf("MCP tool %q of server %s (%s)", t.remote, t.srv.cfg.Name, t.srv.where())
 }
 
 // Run calls the tool on its server. The server's text content is the
 // output; isError, a dead server and a call past the server's timeout are
 // failures.
-func (t *Tool) Run(ctx context.Context, _ *exec.Env, args json.RawMessage) exec.Result {
+func (t *Tool) Run(ctx context.Context, _ *tools.Env, args json.RawMessage) tools.Result {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(args, &obj); err != nil {
-		return exec.Result{Err: fmt.Errorf("arguments for %s: want a JSON object", t.name)}
+		return tools.Result{Err: fmt.Errorf("arguments for %s: want a JSON object", t.name)}
 	}
 	if t.full != nil {
 		if _, err := t.full.ValidateJSON(args); err != nil {
-			return exec.Result{Err: fmt.Errorf("arguments for %s: %v", t.name, err)}
+			return tools.Result{Err: fmt.Errorf("arguments for %s: %v", t.name, err)}
 		}
 	}
 	res, err := t.srv.call(ctx, t.remote, args)
 	if err != nil {
-		return exec.Result{Err: fmt.Errorf("%s: %w", t.name, err)}
+		return tools.Result{Err: fmt.Errorf("%s: %w", t.name, err)}
 	}
 	out := ResultText(res)
 	if res.IsError {
-		return exec.Result{Output: out, Err: fmt.Errorf("%s reported an error", t.name)}
+		return tools.Result{Output: out, Err: fmt.Errorf("%s reported an error", t.name)}
 	}
-	return exec.Result{Output: out}
+	return tools.Result{Output: out}
 }
 
 // ResultText turns a tool result into the observation: text content
@@ -145,20 +145,20 @@ func size(n int64) string { return text.BinarySize(uint64(max(n, 0))) }
 // ClassOf is a tool's side-effect class: "classes" in the config wins;
 // else readOnlyHint is read, an explicit destructiveHint write, anything
 // else exec (the most guarded).
-func ClassOf(cfg *ServerConfig, t *sdk.Tool) exec.Class {
+func ClassOf(cfg *ServerConfig, t *sdk.Tool) tools.Class {
 	if c, ok := cfg.Classes[t.Name]; ok {
 		return c
 	}
 	a := t.Annotations
 	switch {
 	case a == nil:
-		return exec.ClassExec
+		return tools.ClassExec
 	case a.ReadOnlyHint:
-		return exec.ClassRead
+		return tools.ClassRead
 	case a.DestructiveHint != nil && *a.DestructiveHint:
-		return exec.ClassWrite
+		return tools.ClassWrite
 	}
-	return exec.ClassExec
+	return tools.ClassExec
 }
 
 // adapt turns a server's tool list into tools, skipping (with a warning)
@@ -174,7 +174,7 @@ func (s *server) adapt(list []*sdk.Tool) []*Tool {
 		case !validToolName(st.Name):
 			// Refused, not escaped: a name policy rules cannot spell (or
 			// that reads as another) must not become a tool.
-			s.log.Warn(fmt.Sprintf("MCP tool skipped: tool names are 1 to %d of %s", exec.MaxMCPToolName, exec.ToolNameAlphabet),
+			s.log.Warn(fmt.Sprintf("MCP tool skipped: tool names are 1 to %d of %s", tools.MaxMCPToolName, tools.ToolNameAlphabet),
 				"server", s.cfg.Name, "tool", strconv.QuoteToASCII(capText(st.Name, 200)))
 			continue
 		case seen[st.Name]:

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/jqx"
 	"github.com/tactcli/tact/internal/jqx/jqxtest"
+	"github.com/tactcli/tact/tools"
 )
 
 // jqRow is a plan row whose answer is {"$jq": expr}.
@@ -27,7 +27,7 @@ func jqRow(t testing.TB, expr string) string {
 // with one line naming the row and the limit; a long one under the limit
 // (checked in a child process) still parses.
 func TestParseJQBounds(t *testing.T) {
-	reg := exec.DefaultRegistry()
+	reg := tools.DefaultRegistry()
 	for _, tc := range []struct{ name, expr, want string }{
 		{"500k open brackets", strings.Repeat("[", 500_000), `plan.jsonl:2: argument "answer": invalid $jq expression: filter is 500000 bytes, over the 32768-byte limit`},
 		{"200k parentheses", strings.Repeat("(", 200_000) + "." + strings.Repeat(")", 200_000), `plan.jsonl:2: argument "answer": invalid $jq expression: filter is 400001 bytes, over the 32768-byte limit`},
@@ -55,7 +55,7 @@ func TestParseJQBounds(t *testing.T) {
 }
 
 func FuzzPlanJQ(f *testing.F) {
-	reg := exec.DefaultRegistry()
+	reg := tools.DefaultRegistry()
 	for _, sh := range jqxtest.Shapes {
 		f.Add(sh.Make(4), "answer")
 	}

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/jqx"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 // Header is the first row `tact plan` writes.
@@ -100,7 +100,7 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 
 // Parse reads a JSONL plan. Every problem is a *ParseError naming name:line.
 // Tools must exist in reg; whether they are allowed is decided at run time.
-func Parse(r io.Reader, name string, reg *exec.Registry) (*Plan, error) {
+func Parse(r io.Reader, name string, reg *tools.Registry) (*Plan, error) {
 	p := &Plan{Source: name}
 	br := bufio.NewReaderSize(r, 64*1024)
 	line := 0
@@ -159,7 +159,7 @@ type rowProbe struct {
 	Type string `json:"type"`
 }
 
-func (p *Plan) addRow(text []byte, name string, line int, reg *exec.Registry) *ParseError {
+func (p *Plan) addRow(text []byte, name string, line int, reg *tools.Registry) *ParseError {
 	fail := func(format string, a ...any) *ParseError {
 		return &ParseError{name, line, fmt.Sprintf(format, a...)}
 	}
@@ -252,7 +252,7 @@ func ClassifyArg(raw json.RawMessage) (ArgKind, string) {
 // object, every required argument present ("" to fill and {"$jq": ...}
 // count as present), $jq expressions that compile, and literal args that
 // satisfy the tool's schema.
-func CheckStep(s *Step, reg *exec.Registry) error {
+func CheckStep(s *Step, reg *tools.Registry) error {
 	if s.Tool == "" {
 		return fmt.Errorf("missing \"tool\"")
 	}

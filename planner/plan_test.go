@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/tools"
 )
 
 func TestParseErrors(t *testing.T) {
-	reg := exec.DefaultRegistry()
+	reg := tools.DefaultRegistry()
 	tests := []struct {
 		name, input, want string
 	}{
@@ -48,7 +48,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseAcceptsPlaceholdersAndHeader(t *testing.T) {
-	reg := exec.DefaultRegistry()
+	reg := tools.DefaultRegistry()
 	in := `{"type":"plan","query":"why is the disk full?","created":"2026-11-22T00:00:00Z","planner":{"backend":"script"}}
 {"type":"step","step":1,"thought":"look","tool":"list_files","args":{"path":"."}}
 {"tool":"read_file","args":{"path":""}}
@@ -85,7 +85,7 @@ func TestParseAcceptsPlaceholdersAndHeader(t *testing.T) {
 // Fill ("") and $jq values count as present for required arguments, and a
 // UTF-8 byte order mark before the first row is accepted.
 func TestParseRequiredArgsAndBOM(t *testing.T) {
-	reg := exec.DefaultRegistry()
+	reg := tools.DefaultRegistry()
 	in := "\xef\xbb\xbf" + `{"type":"plan","query":"q"}
 {"tool":"read_file","args":{"path":""}}
 {"tool":"final_answer","args":{"answer":{"$jq":".steps[0].output"}}}
@@ -104,7 +104,7 @@ func TestParseRequiredArgsAndBOM(t *testing.T) {
 }
 
 func FuzzParsePlan(f *testing.F) {
-	reg := exec.DefaultRegistry()
+	reg := tools.DefaultRegistry()
 	for _, s := range []string{
 		`{"type":"plan","query":"q"}` + "\n" + `{"tool":"read_file","args":{"path":"a"}}`,
 		`{"tool":"jq","args":{"filter":".a","input":"{}"}}`,

@@ -1,23 +1,22 @@
 package planner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/prompt"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 // Planner asks a model for a plan.
 type Planner struct {
 	Backend   llm.Backend
-	Registry  *exec.Registry
+	Registry  *tools.Registry
 	Tools     []string // tools the plan may use; final_answer is always added
 	Thought   schema.ThoughtOptions
 	Sampling  llm.Sampling
@@ -57,10 +56,10 @@ type InvalidReplyError struct {
 func (e *InvalidReplyError) Error() string { return "invalid plan from model: " + e.Err.Error() }
 func (e *InvalidReplyError) Unwrap() error { return e.Err }
 
-func (p *Planner) tools() []exec.Tool {
-	var out []exec.Tool
+func (p *Planner) tools() []tools.Tool {
+	var out []tools.Tool
 	seen := map[string]bool{}
-	for _, n := range append(append([]string(nil), p.Tools...), exec.FinalAnswer) {
+	for _, n := range append(append([]string(nil), p.Tools...), tools.FinalAnswer) {
 		if t, ok := p.Registry.Get(n); ok && !seen[n] {
 			seen[n] = true
 			out = append(out, t)
@@ -69,31 +68,11 @@ func (p *Planner) tools() []exec.Tool {
 	return out
 }
 
-// PromptTools describes tools for prompts.
-func PromptTools(tools []exec.Tool) []prompt.Tool {
-	out := make([]prompt.Tool, len(tools))
-	for i, t := range tools {
-		var compact bytes.Buffer
-		_ = json.Compact(&compact, t.Schema())
-		out[i] = prompt.Tool{Name: t.Name(), Class: string(t.Class()), Description: t.Description(), Schema: compact.String()}
-	}
-	return out
-}
-
-// SchemaTools converts tools for the schema builders.
-func SchemaTools(tools []exec.Tool) []schema.Tool {
-	out := make([]schema.Tool, len(tools))
-	for i, t := range tools {
-		out[i] = schema.Tool{Name: t.Name(), Schema: t.Schema()}
-	}
-	return out
-}
-
 // Plan asks the model for a plan. With a transcript (a replan) the model sees
 // what ran so far and old is the plan being replaced (may be nil).
 func (p *Planner) Plan(ctx context.Context, query string, transcript []TranscriptEntry, old *Plan) (*Plan, llm.Usage, error) {
-	tools := p.tools()
-	data := prompt.Planner{Tools: PromptTools(tools), Query: query, MaxSteps: p.MaxSteps, Conversation: p.Conversation}
+	offered := p.tools()
+	data := prompt.Planner{Tools: tools.PromptTools(offered), Query: query, MaxSteps: p.MaxSteps, Conversation: p.Conversation}
 	for _, t := range transcript {
 		data.Transcript = append(data.Transcript, prompt.TranscriptEntry{
 			Step: t.Step, Tool: t.Tool, Args: string(t.Args), Stdout: t.Stdout, Stderr: t.Stderr,
@@ -103,7 +82,7 @@ func (p *Planner) Plan(ctx context.Context, query string, transcript []Transcrip
 	if old != nil {
 		data.OldPlan = old.Outline()
 	}
-	sch := schema.Plan(SchemaTools(tools), p.Thought, p.MaxSteps)
+	sch := schema.Plan(tools.SchemaTools(offered), p.Thought, p.MaxSteps)
 	msgs, maxTokens, err := p.fit(data)
 	if err != nil {
 		return nil, llm.Usage{}, err
@@ -134,7 +113,7 @@ func (p *Planner) Plan(ctx context.Context, query string, transcript []Transcrip
 // tools, the same for every query, so a backend may ready it ahead of the
 // calls (llm.Warmer).
 func (p *Planner) SystemMessage() llm.Message {
-	return plannerMessages(prompt.Planner{Tools: PromptTools(p.tools()), MaxSteps: p.MaxSteps, Conversation: p.Conversation})[0]
+	return plannerMessages(prompt.Planner{Tools: tools.PromptTools(p.tools()), MaxSteps: p.MaxSteps, Conversation: p.Conversation})[0]
 }
 
 func plannerMessages(data prompt.Planner) []llm.Message {

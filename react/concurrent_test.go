@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/tools"
 )
 
 // answerBackend answers every action call with final_answer naming the
@@ -32,8 +32,8 @@ func TestConcurrentRunsShareOneExecutor(t *testing.T) {
 	var trace bytes.Buffer
 	ex := &Executor{
 		Options:  Options{NoPlan: true, MaxIterations: 3, ContextSize: 100000},
-		Registry: exec.NewRegistry(exec.FinalAnswerTool{}, fakeTool{name: "echo", class: exec.ClassRead}),
-		Env:      &exec.Env{Workspace: t.TempDir()},
+		Registry: tools.NewRegistry(tools.FinalAnswerTool{}, fakeTool{name: "echo", class: tools.ClassRead}),
+		Env:      &tools.Env{Workspace: t.TempDir()},
 		Backend:  answerBackend{},
 	}
 	ex.Events = NewTraceWriter(&trace, nil)

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/prompt"
+	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/tools"
 
 	"github.com/tactcli/tact/internal/text"
 )
@@ -54,13 +55,13 @@ func TurnEntry(n int, query string, res *Result, redact func(string) string) Con
 		redact = func(s string) string { return s }
 	}
 	t := prompt.EarlierTurn{N: n, Query: clip(strings.TrimSpace(redact(query)), turnTextBytes)}
-	var tools []string
+	var used []string
 	if res != nil {
 		for _, st := range res.Trace.Steps {
-			if st.Action.Tool == exec.FinalAnswer || st.Action.Tool == "" {
+			if st.Action.Tool == tools.FinalAnswer || st.Action.Tool == "" {
 				continue
 			}
-			tools = append(tools, st.Action.Tool)
+			used = append(used, st.Action.Tool)
 			t.Actions = append(t.Actions, earlierAction(st))
 		}
 		switch res.TerminationReason {
@@ -79,8 +80,8 @@ func TurnEntry(n int, query string, res *Result, redact func(string) string) Con
 		}
 	}
 	brief := fmt.Sprintf("- turn %d: %q", n, clip(text.OneLine(t.Query), briefBytes))
-	if len(tools) > 0 {
-		brief += " (" + strings.Join(tools, ", ") + ")"
+	if len(used) > 0 {
+		brief += " (" + strings.Join(used, ", ") + ")"
 	}
 	switch {
 	case t.Answer != "":
@@ -114,7 +115,7 @@ func headLines(s string, n, max int) string {
 	lines := strings.Split(s, "\n")
 	out := strings.Join(lines[:min(n, len(lines))], "\n") // a prefix of s
 	if len(out) > max {
-		var whole *exec.Redactor // nil: cuts keep runes whole
+		var whole *redact.Redactor // nil: cuts keep runes whole
 		out = out[:whole.CutBefore(out, max)]
 	}
 	if rest := strings.TrimPrefix(s[len(out):], "\n"); rest != "" {

@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/tools"
 )
 
 // cutHint says how to see lines first..last of a tool's output that an
 // observation left out; page is how many lines the observation showed.
 type cutHint func(first, last, page int) string
 
-// hintFor is the tool's own hint (exec.CutHinter) for this call, or nil.
-func hintFor(tool exec.Tool, args json.RawMessage) cutHint {
-	h, ok := tool.(exec.CutHinter)
+// hintFor is the tool's own hint (tools.CutHinter) for this call, or nil.
+func hintFor(tool tools.Tool, args json.RawMessage) cutHint {
+	h, ok := tool.(tools.CutHinter)
 	if !ok {
 		return nil
 	}
@@ -56,7 +57,7 @@ func (r *run) cutBytes(s string, budget int, hint cutHint) string {
 	if len(s) <= budget {
 		return s
 	}
-	var red *exec.Redactor
+	var red *redact.Redactor
 	if r.e.Env != nil {
 		red = r.e.Env.Redactor
 	}

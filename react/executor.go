@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 // Options are the PRD's tunables (see config.Settings for defaults).
@@ -52,11 +52,11 @@ type Replanner interface {
 // concurrent use).
 type Executor struct {
 	Options
-	Registry *exec.Registry
-	Env      *exec.Env
+	Registry *tools.Registry
+	Env      *tools.Env
 	Backend  llm.Backend // llm.None{} when no model
 	Planner  Replanner   // nil: no replanning
-	Gate     exec.Gate   // nil: exec.AllowAll
+	Gate     tools.Gate  // nil: tools.AllowAll
 	// Events receives every event of every run, each with its run id: the
 	// JSONL trace, the progress line, a dry-run listing (nil: none).
 	Events Sink
@@ -212,7 +212,7 @@ func (r *run) defaults() {
 		e.Backend = llm.None{}
 	}
 	if e.Gate == nil {
-		e.Gate = exec.AllowAll{}
+		e.Gate = tools.AllowAll{}
 	}
 	if e.Log == nil {
 		e.Log = slog.New(slog.DiscardHandler)
@@ -254,7 +254,7 @@ func (r *run) defaults() {
 }
 
 func (r *run) setAllowed() {
-	r.allowed = map[string]bool{exec.FinalAnswer: true}
+	r.allowed = map[string]bool{tools.FinalAnswer: true}
 	names := r.e.AllowTools
 	if len(names) == 0 {
 		if r.plan != nil {
@@ -280,8 +280,8 @@ func (r *run) allowedList() []string {
 	return out
 }
 
-func (r *run) allowedTools() []exec.Tool {
-	var out []exec.Tool
+func (r *run) allowedTools() []tools.Tool {
+	var out []tools.Tool
 	for _, n := range r.allowedList() {
 		t, _ := r.e.Registry.Get(n)
 		out = append(out, t)
@@ -312,7 +312,7 @@ func (r *run) systemPrompt() string {
 		tp = prompt.DefaultThoughtPrompt
 	}
 	return prompt.Render("system", prompt.System{
-		Tools: planner.PromptTools(r.allowedTools()), ThoughtPrompt: tp,
+		Tools: tools.PromptTools(r.allowedTools()), ThoughtPrompt: tp,
 		RequireThought: r.e.RequireThought, MinThought: r.e.MinThoughtLength,
 		AllowReplan: r.plan != nil && r.e.Planner != nil,
 	})

@@ -11,26 +11,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/tools"
 )
 
 // fakeTool is a deterministic tool: "echo" prints args.msg, "fail" fails
 // with exit code 1 and stderr, "slow" waits for ctx, "poke" is write-class.
 type fakeTool struct {
 	name  string
-	class exec.Class
+	class tools.Class
 	calls *int
 }
 
 func (f fakeTool) Name() string        { return f.name }
 func (f fakeTool) Description() string { return "test tool " + f.name }
-func (f fakeTool) Class() exec.Class   { return f.class }
+func (f fakeTool) Class() tools.Class  { return f.class }
 func (f fakeTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"msg":{"type":"string"},"n":{"type":"integer"}},"required":["msg"],"additionalProperties":false}`)
 }
-func (f fakeTool) Run(ctx context.Context, _ *exec.Env, args json.RawMessage) exec.Result {
+func (f fakeTool) Run(ctx context.Context, _ *tools.Env, args json.RawMessage) tools.Result {
 	if f.calls != nil {
 		*f.calls++
 	}
@@ -40,22 +40,22 @@ func (f fakeTool) Run(ctx context.Context, _ *exec.Env, args json.RawMessage) ex
 	_ = json.Unmarshal(args, &a)
 	switch f.name {
 	case "fail":
-		return exec.Result{Output: "partial " + a.Msg, Stderr: "boom: " + a.Msg, ExitCode: 1, Err: errors.New("exit status 1")}
+		return tools.Result{Output: "partial " + a.Msg, Stderr: "boom: " + a.Msg, ExitCode: 1, Err: errors.New("exit status 1")}
 	case "slow":
 		<-ctx.Done()
-		return exec.Result{Err: ctx.Err(), ExitCode: -1}
+		return tools.Result{Err: ctx.Err(), ExitCode: -1}
 	}
-	return exec.Result{Output: "echo: " + a.Msg}
+	return tools.Result{Output: "echo: " + a.Msg}
 }
 
-func registry(calls *int) *exec.Registry {
-	return exec.NewRegistry(
-		exec.FinalAnswerTool{},
-		fakeTool{name: "echo", class: exec.ClassRead, calls: calls},
-		fakeTool{name: "other", class: exec.ClassRead, calls: calls},
-		fakeTool{name: "fail", class: exec.ClassExec, calls: calls},
-		fakeTool{name: "slow", class: exec.ClassExec, calls: calls},
-		fakeTool{name: "poke", class: exec.ClassWrite, calls: calls},
+func registry(calls *int) *tools.Registry {
+	return tools.NewRegistry(
+		tools.FinalAnswerTool{},
+		fakeTool{name: "echo", class: tools.ClassRead, calls: calls},
+		fakeTool{name: "other", class: tools.ClassRead, calls: calls},
+		fakeTool{name: "fail", class: tools.ClassExec, calls: calls},
+		fakeTool{name: "slow", class: tools.ClassExec, calls: calls},
+		fakeTool{name: "poke", class: tools.ClassWrite, calls: calls},
 	)
 }
 
@@ -108,7 +108,7 @@ func newHarness(t *testing.T, script string) *harness {
 			MaxIterations: 10, RetryBuffer: 2, ReplanThreshold: 2, RequireThought: true, MinThoughtLength: 10,
 			StallThreshold: 3, MaxObservationTokens: 2000,
 		},
-		Registry: reg, Env: &exec.Env{Workspace: t.TempDir()}, Backend: backend,
+		Registry: reg, Env: &tools.Env{Workspace: t.TempDir()}, Backend: backend,
 	}
 	h.ex.Events = NewTraceWriter(&h.trace, nil)
 	if script != "" {
@@ -756,10 +756,10 @@ func TestDryRun(t *testing.T) {
 
 type denyGate struct{}
 
-func (denyGate) Check(_ context.Context, _ *exec.Env, calls []exec.Call) []exec.Verdict {
-	out := make([]exec.Verdict, len(calls))
+func (denyGate) Check(_ context.Context, _ *tools.Env, calls []tools.Call) []tools.Verdict {
+	out := make([]tools.Verdict, len(calls))
 	for i := range out {
-		out[i] = exec.Verdict{Decision: "deny", Reason: "test says no"}
+		out[i] = tools.Verdict{Decision: "deny", Reason: "test says no"}
 	}
 	return out
 }
@@ -803,8 +803,8 @@ func TestStallingActionIsRecorded(t *testing.T) {
 
 type userRejects struct{}
 
-func (userRejects) Check(_ context.Context, _ *exec.Env, calls []exec.Call) []exec.Verdict {
-	return []exec.Verdict{{Decision: "rejected", Reason: "denied by user: rejected at the approval prompt"}}
+func (userRejects) Check(_ context.Context, _ *tools.Env, calls []tools.Call) []tools.Verdict {
+	return []tools.Verdict{{Decision: "rejected", Reason: "denied by user: rejected at the approval prompt"}}
 }
 
 func TestDenialObservationsAndExitCode(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/prompt"
+	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/schema"
 )
 
@@ -81,7 +81,7 @@ func (r *run) truncate(s string) string {
 	}
 	// The cuts keep runes and secrets whole: a secret split here would
 	// leave parts that redaction no longer recognises.
-	var red *exec.Redactor
+	var red *redact.Redactor
 	if r.e.Env != nil {
 		red = r.e.Env.Redactor
 	}

@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
-	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 func FuzzParseAction(f *testing.F) {
-	reg := exec.DefaultRegistry()
-	sch := schema.Action(planner.SchemaTools(reg.List()), schema.ThoughtOptions{Required: true, MinLength: 10}, true)
+	reg := tools.DefaultRegistry()
+	sch := schema.Action(tools.SchemaTools(reg.List()), schema.ThoughtOptions{Required: true, MinLength: 10}, true)
 	for _, s := range []string{
 		`{"thought":"read the config file first","tool":"read_file","args":{"path":"a.txt"}}`,
 		`{"thought":"done with everything now","tool":"final_answer","args":{"answer":"x"}}`,

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
+	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 func (r *run) progress(format string, a ...any) {
@@ -217,7 +218,7 @@ func (r *run) iteration() {
 		r.replanDue, r.replanWhy = true, "requested"
 		return
 	}
-	if p != nil && act.Tool != p.Tool && act.Tool != exec.FinalAnswer {
+	if p != nil && act.Tool != p.Tool && act.Tool != tools.FinalAnswer {
 		// Divergence: the model prefers another tool than the pending step.
 		// Record it once on the step and schedule one replan per plan version.
 		r.st.PlanSkipReason = SkipPlanToolMismatch
@@ -320,7 +321,7 @@ func (r *run) emit(event string, fields map[string]any) {
 
 // redactJSON redacts the strings of a JSON value, keeping it valid JSON.
 func (r *run) redactJSON(raw json.RawMessage) json.RawMessage {
-	return exec.RedactJSONWith(raw, r.e.Redact)
+	return redact.RedactJSONWith(raw, r.e.Redact)
 }
 
 // addTranscript keeps a redacted copy of an entry: the transcript goes only

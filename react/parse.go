@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/tactcli/tact/llm"
-	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 type invalidAction struct {
@@ -36,7 +36,7 @@ func (r *run) askModel() (Action, llm.Usage, error) {
 		}
 	}
 	r.addMsg(llm.RoleUser, prompt.Render("next", next))
-	sch := schema.Action(planner.SchemaTools(r.allowedTools()), r.thoughtOptions(), r.plan != nil && e.Planner != nil)
+	sch := schema.Action(tools.SchemaTools(r.allowedTools()), r.thoughtOptions(), r.plan != nil && e.Planner != nil)
 	req, err := r.prepare(llm.KindAction)
 	if err != nil {
 		return Action{}, llm.Usage{}, err

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
+	"github.com/tactcli/tact/tools"
 )
 
 // perform runs an action (from the plan or the model).
@@ -25,7 +25,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	key := act.Tool + " " + canonical(act.Args)
 	r.st.Attempts++
 
-	if act.Tool != exec.FinalAnswer && key == r.lastOK {
+	if act.Tool != tools.FinalAnswer && key == r.lastOK {
 		r.st.RetryCount++
 		obs := fmt.Sprintf("Duplicate action skipped: %s with these arguments already succeeded at step %d; use that observation instead of repeating it.", act.Tool, r.lastOKStep)
 		if matchesPlan {
@@ -54,7 +54,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		return
 	}
 
-	if act.Tool == exec.FinalAnswer {
+	if act.Tool == tools.FinalAnswer {
 		var fa struct {
 			Answer string `json:"answer"`
 		}
@@ -77,9 +77,9 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	r.emit(EventAction, map[string]any{"iteration": len(r.res.Trace.Steps) + 1, "tool": act.Tool, "args": act.Args, "source": source, "thought": act.Thought})
 	// Approval: write/exec tools go through the gate.
 	decision := ""
-	var result exec.Result
-	if tool.Class() != exec.ClassRead {
-		v := e.Gate.Check(r.ctx, e.Env, []exec.Call{{Tool: tool, Args: act.Args}})[0]
+	var result tools.Result
+	if tool.Class() != tools.ClassRead {
+		v := e.Gate.Check(r.ctx, e.Env, []tools.Call{{Tool: tool, Args: act.Args}})[0]
 		decision = v.Decision
 		switch {
 		case e.DryRun:
@@ -87,14 +87,14 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			if why == "" {
 				why = "decision: " + v.Decision
 			}
-			result = exec.Result{Output: fmt.Sprintf("[%s] %s", act.Tool, why)}
+			result = tools.Result{Output: fmt.Sprintf("[%s] %s", act.Tool, why)}
 			decision = "dry_run:" + v.Decision
 		case !v.Allowed:
 			reason := v.Reason
 			if !strings.HasPrefix(reason, "denied by") {
 				reason = "denied by policy: " + reason
 			}
-			result = exec.Result{Err: errors.New(reason), ExitCode: 0}
+			result = tools.Result{Err: errors.New(reason), ExitCode: 0}
 			r.emit(EventDenied, map[string]any{"tool": act.Tool, "args": act.Args, "decision": v.Decision, "reason": v.Reason})
 		}
 	}
@@ -157,7 +157,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		r.st.ConsecutiveFailures = 0
 		r.st.Step++
 		r.lastOK, r.lastOKStep = key, r.st.Step
-		if tool.Class() == exec.ClassRead {
+		if tool.Class() == tools.ClassRead {
 			r.readsInRow++
 		} else {
 			r.readsInRow = 0

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/jqx"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 // planAction turns a plan row into an action: $jq args are computed, ""
@@ -56,7 +56,7 @@ func (r *run) planAction(p *planner.Step) (Action, llm.Usage, string, error) {
 	return Action{Thought: p.Thought, Tool: p.Tool, Args: raw}, usage, "", nil
 }
 
-func (r *run) fill(p *planner.Step, tool exec.Tool, known map[string]json.RawMessage, missing []string) (map[string]json.RawMessage, llm.Usage, error) {
+func (r *run) fill(p *planner.Step, tool tools.Tool, known map[string]json.RawMessage, missing []string) (map[string]json.RawMessage, llm.Usage, error) {
 	req, err := r.prepare(llm.KindFill, llm.Message{Role: llm.RoleUser, Content: prompt.Render("fill", prompt.Fill{
 		Step: r.st.PlanIndex + 1, Tool: p.Tool, Thought: p.Thought, Known: string(argsJSON(known)), Missing: missing,
 	})})

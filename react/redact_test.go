@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/tools"
 )
 
 const planted = "supersecretval"
@@ -34,17 +35,17 @@ func realHarness(t *testing.T, script string) (*harness, string) {
 	t.Helper()
 	h := newHarness(t, script)
 	ws := t.TempDir()
-	env, err := exec.NewEnv(ws)
+	env, err := tools.NewEnv(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Redactor, err = exec.NewRedactor([]string{"MY_API_KEY=" + planted}, nil)
+	env.Redactor, err = redact.NewRedactor([]string{"MY_API_KEY=" + planted}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.ex.Env = env
-	h.ex.Registry = exec.DefaultRegistry()
-	h.ex.Gate = exec.AllowAll{}
+	h.ex.Registry = tools.DefaultRegistry()
+	h.ex.Gate = tools.AllowAll{}
 	if h.planner != nil {
 		h.planner.Registry = h.ex.Registry
 		h.planner.Tools = h.ex.Registry.Names()
@@ -76,13 +77,13 @@ func TestPlanDataIsRawExitsAreRedacted(t *testing.T) {
 		if part := leaked(text, planted); part != "" {
 			t.Errorf("%s holds %q", name, part)
 		}
-		if !strings.Contains(text, exec.Redacted) {
-			t.Errorf("%s has no %s", name, exec.Redacted)
+		if !strings.Contains(text, redact.Redacted) {
+			t.Errorf("%s has no %s", name, redact.Redacted)
 		}
 	}
 	// write_file's arguments in the trace are redacted, valid JSON.
 	var args map[string]string
-	if err := json.Unmarshal(res.Trace.Steps[1].Action.Args, &args); err != nil || !strings.Contains(args["content"], exec.Redacted) {
+	if err := json.Unmarshal(res.Trace.Steps[1].Action.Args, &args); err != nil || !strings.Contains(args["content"], redact.Redacted) {
 		t.Fatalf("write_file args %s (%v)", res.Trace.Steps[1].Action.Args, err)
 	}
 	// No HTML escaping in arguments, computed or literal.
@@ -224,7 +225,7 @@ func TestCancelMessage(t *testing.T) {
 // The planner's prompts go through the redacting backend.
 func TestRedactingBackend(t *testing.T) {
 	h := newHarness(t, planReply(planStep("final_answer", `{"answer":"x"}`)))
-	red, _ := exec.NewRedactor([]string{"MY_API_KEY=" + planted}, nil)
+	red, _ := redact.NewRedactor([]string{"MY_API_KEY=" + planted}, nil)
 	pl := &planner.Planner{Backend: llm.Redacting(h.rec, red.Redact), Registry: h.ex.Registry, Tools: []string{"echo"}}
 	if _, _, err := pl.Plan(context.Background(), "use key "+planted, nil, nil); err != nil {
 		t.Fatal(err)

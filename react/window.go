@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
+	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/schema"
 )
 
@@ -434,7 +434,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	var whole *exec.Redactor // nil: cuts only keep runes whole
+	var whole *redact.Redactor // nil: cuts only keep runes whole
 	return s[:whole.CutBefore(s, n-3)] + "..."
 }
 

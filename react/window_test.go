@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
+	"github.com/tactcli/tact/tools"
 )
 
 // dumpTool prints n copies of a numbered line: a tool with a big output.
@@ -21,11 +21,11 @@ type dumpTool struct{ calls *int }
 
 func (dumpTool) Name() string        { return "dump" }
 func (dumpTool) Description() string { return "print n lines" }
-func (dumpTool) Class() exec.Class   { return exec.ClassRead }
+func (dumpTool) Class() tools.Class  { return tools.ClassRead }
 func (dumpTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"msg":{"type":"string"},"n":{"type":"integer"}},"required":["msg"],"additionalProperties":false}`)
 }
-func (d dumpTool) Run(_ context.Context, _ *exec.Env, args json.RawMessage) exec.Result {
+func (d dumpTool) Run(_ context.Context, _ *tools.Env, args json.RawMessage) tools.Result {
 	if d.calls != nil {
 		*d.calls++
 	}
@@ -38,7 +38,7 @@ func (d dumpTool) Run(_ context.Context, _ *exec.Env, args json.RawMessage) exec
 	for i := 1; i <= a.N; i++ {
 		fmt.Fprintf(&b, "%s line %04d of the output\n", a.Msg, i)
 	}
-	return exec.Result{Output: b.String()}
+	return tools.Result{Output: b.String()}
 }
 
 // windowHarness is a free-mode harness with the dump tool, the script
@@ -46,7 +46,7 @@ func (d dumpTool) Run(_ context.Context, _ *exec.Env, args json.RawMessage) exec
 func windowHarness(t *testing.T, script string, size int) *harness {
 	t.Helper()
 	h := newHarness(t, script)
-	h.ex.Registry = exec.NewRegistry(exec.FinalAnswerTool{}, dumpTool{calls: &h.calls}, fakeTool{name: "echo", class: exec.ClassRead, calls: &h.calls}, fakeTool{name: "poke", class: exec.ClassWrite, calls: &h.calls})
+	h.ex.Registry = tools.NewRegistry(tools.FinalAnswerTool{}, dumpTool{calls: &h.calls}, fakeTool{name: "echo", class: tools.ClassRead, calls: &h.calls}, fakeTool{name: "poke", class: tools.ClassWrite, calls: &h.calls})
 	h.ex.Planner = nil
 	h.ex.NoPlan = true
 	h.ex.ContextSize = size
@@ -263,7 +263,7 @@ func TestReadFileCutHintReadsOn(t *testing.T) {
 	if m[1] != fmt.Sprint(atoiAfter(t, lastShown, "row ")+1) {
 		t.Fatalf("hint starts at line %s, last line shown %q", m[1], lastShown)
 	}
-	more := exec.ReadFile{}.Run(context.Background(), h.ex.Env, json.RawMessage(m[3]))
+	more := tools.ReadFile{}.Run(context.Background(), h.ex.Env, json.RawMessage(m[3]))
 	if !strings.HasPrefix(more.Output, "row "+m[1]+"\n") {
 		t.Fatalf("read_file %s gave %.40q", m[3], more.Output)
 	}
@@ -336,7 +336,7 @@ func TestTokenBudgetCrossingReplyDoesNotRun(t *testing.T) {
 // A replan's transcript is shortened to fit the window; a planning prompt
 // that cannot fit at all is a ContextTooSmallError.
 func TestPlannerFitsTheWindow(t *testing.T) {
-	reg := exec.NewRegistry(exec.FinalAnswerTool{}, dumpTool{})
+	reg := tools.NewRegistry(tools.FinalAnswerTool{}, dumpTool{})
 	sc, _ := llm.ParseScript(strings.NewReader(strings.Repeat(planReply(planStep("final_answer", `{"answer":"x"}`)), 2)), "s")
 	rec := &recorder{b: sc}
 	p := &planner.Planner{Backend: rec, Registry: reg, Tools: reg.Names(), MaxTokens: 100}

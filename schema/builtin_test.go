@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 // Built-in tools' schemas lose nothing in normalization: the grammar
 // checks all their schemas say, as before.
 func TestBuiltinSchemasNormalizeWhole(t *testing.T) {
-	tools := append(exec.DefaultRegistry().List(), exec.FinalAnswerTool{})
+	tools := append(tools.DefaultRegistry().List(), tools.FinalAnswerTool{})
 	for _, tool := range tools {
 		n, err := schema.NormalizeArgs(tool.Schema())
 		if err != nil {

@@ -16,9 +16,11 @@ import (
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/cmd/tact/render"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/sandbox"
+	"github.com/tactcli/tact/tools"
 )
 
 // chatOptions is tact chat's test seam: everything it needs, parsed.
@@ -197,7 +199,7 @@ func (c *chatSession) command(line string, w io.Writer) (exit bool) {
 	case "/context":
 		c.context(w)
 	default:
-		fmt.Fprintf(w, "unknown command %s; /help lists them\n", exec.SanitizeTerminal(name))
+		fmt.Fprintf(w, "unknown command %s; /help lists them\n", policy.SanitizeTerminal(name))
 	}
 	return false
 }
@@ -208,10 +210,10 @@ func (c *chatSession) tools(w io.Writer) {
 		allowed[t] = true
 	}
 	for _, t := range c.rt.Registry.List() {
-		if len(allowed) > 0 && !allowed[t.Name()] && t.Name() != exec.FinalAnswer {
+		if len(allowed) > 0 && !allowed[t.Name()] && t.Name() != tools.FinalAnswer {
 			continue
 		}
-		fmt.Fprintf(w, "%-16s %-5s %s\n", t.Name(), t.Class(), exec.SanitizeTerminal(text.FirstLine(t.Description())))
+		fmt.Fprintf(w, "%-16s %-5s %s\n", t.Name(), t.Class(), policy.SanitizeTerminal(text.FirstLine(t.Description())))
 	}
 }
 
@@ -235,7 +237,7 @@ func (c *chatSession) showPlan(w io.Writer) {
 		if row.Thought != "" {
 			line += " — " + row.Thought
 		}
-		fmt.Fprintln(w, exec.SanitizeTerminal(line))
+		fmt.Fprintln(w, policy.SanitizeTerminal(line))
 	}
 	if n == 0 {
 		if noPlan {
@@ -423,9 +425,9 @@ func chatTerminal(ctx context.Context, o *chatOptions, stdin *os.File) error {
 		Width: stderrWidth, Hint: "Ctrl-C to interrupt"})
 	defer rend.Close()
 	defer logThrough(rend.LogWriter())()
-	var prompter exec.Prompter
+	var prompter policy.Prompter
 	if !o.S.NoInput && !o.S.DryRun {
-		prompter = pausingPrompter(exec.NewLineReaderPrompter(in, o.IO.ErrOut), rend)
+		prompter = pausingPrompter(policy.NewLineReaderPrompter(in, o.IO.ErrOut), rend)
 	}
 	var events react.Sink = rend
 	if o.S.Quiet {
@@ -460,7 +462,7 @@ func chatTerminal(ctx context.Context, o *chatOptions, stdin *os.File) error {
 		if time.Since(lastCtrlC) < time.Second {
 			rend.Close()
 			fmt.Fprintln(o.IO.ErrOut, "tact: interrupted twice; exiting")
-			exec.KillRunning()
+			sandbox.KillRunning()
 			os.Exit(130)
 		}
 		lastCtrlC = time.Now()
@@ -559,7 +561,7 @@ func (c *chatSession) showTurn(res *react.Result, err error, rend *render.Render
 		if res.Message != "" {
 			msg += ": " + res.Message
 		}
-		fmt.Fprintln(w, colorText("33", "⚠ "+exec.SanitizeTerminal(msg)))
+		fmt.Fprintln(w, colorText("33", "⚠ "+policy.SanitizeTerminal(msg)))
 	}
 	if s := rend.Summary(); s != "" && !c.s.Quiet {
 		fmt.Fprintln(w, "  "+s)

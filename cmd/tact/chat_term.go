@@ -94,7 +94,7 @@ func (in *ttyInput) unread(b []byte) {
 }
 
 // ReadLine reads one line in cooked mode: an approval prompt's answer
-// (exec.LineReader). What follows the newline stays for the next reader.
+// (policy.LineReader). What follows the newline stays for the next reader.
 func (in *ttyInput) ReadLine(ctx context.Context) (string, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()

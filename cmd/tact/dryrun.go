@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/tools"
 )
 
 // dryRunSink lists a --dry-run job on stderr as it happens, one sink of
@@ -28,7 +28,7 @@ func (d *dryRunSink) Handle(ev react.Event) {
 	defer d.mu.Unlock()
 	switch ev.Type {
 	case react.EventRunStart:
-		var sb exec.SandboxInfo
+		var sb tools.SandboxInfo
 		if ev.Decode("sandbox", &sb) == nil {
 			d.sandbox = sb.String()
 		}
@@ -52,7 +52,7 @@ func dryRunDecision(st react.StepTrace) string {
 		return "would " + strings.TrimPrefix(st.Decision, "dry_run:")
 	case st.SkipReason != "":
 		return "skipped: " + st.SkipReason
-	case st.Action.Tool == exec.FinalAnswer:
+	case st.Action.Tool == tools.FinalAnswer:
 		return "final answer"
 	}
 	return "ran (read)"

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/sandbox"
+	"github.com/tactcli/tact/tools"
 )
 
 // The dry-run listing is a sink of the job's events: one line a step, as
@@ -58,7 +59,7 @@ func TestDryRunSink(t *testing.T) {
 func TestDryRunSinkSandboxFirst(t *testing.T) {
 	var lines []string
 	d := newDryRunSink(func(l string) { lines = append(lines, l) })
-	sandbox := exec.SandboxInfo{Mode: exec.SandboxReadOnly, NoNetwork: true}
+	sandbox := tools.SandboxInfo{Mode: sandbox.ReadOnly, NoNetwork: true}
 	d.Handle(react.Event{Type: react.EventRunStart, Fields: map[string]any{"mode": "exec", "sandbox": sandbox}})
 	d.Handle(react.Event{Type: react.EventProgress, Fields: map[string]any{"line": "step 1"}})
 	if len(lines) != 0 {

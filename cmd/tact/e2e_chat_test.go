@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -80,7 +80,7 @@ func startChat(t *testing.T, c *e2eCase, replies string, flags ...string) *chatT
 	args := append([]string{"chat", "--workspace", c.ws, "--trace", c.trace, "--policy", c.pol,
 		"--script", c.file("replies.jsonl", replies), "--no-plan"}, flags...)
 	p := &proc{t: t, done: make(chan struct{})}
-	p.cmd = osexec.Command(c.bin, args...)
+	p.cmd = exec.Command(c.bin, args...)
 	p.cmd.Env = append(append([]string(nil), c.env...), "XDG_STATE_HOME="+filepath.Join(c.dir, "state"), "TERM=xterm", "NO_COLOR=1")
 	p.cmd.Dir = c.dir
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = tty, tty, tty
@@ -441,7 +441,7 @@ func TestE2ERunRendererAndApproval(t *testing.T) {
 		answer("copied"),
 	))
 	p := &proc{t: t, done: make(chan struct{})}
-	p.cmd = osexec.Command(c.bin, "run", "--no-plan", "--workspace", c.ws, "--policy", c.pol, "--script", replies, "copy a.txt to out.txt")
+	p.cmd = exec.Command(c.bin, "run", "--no-plan", "--workspace", c.ws, "--policy", c.pol, "--script", replies, "copy a.txt to out.txt")
 	p.cmd.Env = append(append([]string(nil), c.env...), "TERM=xterm", "NO_COLOR=1")
 	p.cmd.Stdin, p.cmd.Stderr = tty, tty
 	p.cmd.Stdout = &p.stdout
@@ -499,7 +499,7 @@ func TestE2EChatPipedSignalWhileWaiting(t *testing.T) {
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		c := newE2E(t)
-		cmd := osexec.Command(c.bin, "chat", "--workspace", c.ws, "--no-plan", "--script", c.file("replies.jsonl", script(t, answer("hi"))))
+		cmd := exec.Command(c.bin, "chat", "--workspace", c.ws, "--no-plan", "--script", c.file("replies.jsonl", script(t, answer("hi"))))
 		cmd.Env = c.env
 		stdin, err := cmd.StdinPipe()
 		if err != nil {

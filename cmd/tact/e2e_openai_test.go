@@ -16,7 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -58,7 +58,7 @@ func ollamaBinary(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := osexec.Command("make", "-C", root, "ollama", "OLLAMA_DIR="+filepath.Dir(bin)).CombinedOutput()
+	out, err := exec.Command("make", "-C", root, "ollama", "OLLAMA_DIR="+filepath.Dir(bin)).CombinedOutput()
 	if err == nil {
 		if _, err = os.Stat(bin); err == nil {
 			return bin
@@ -104,7 +104,7 @@ func startOllama(t *testing.T, bin string, parallel int) *ollamaServer {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	serve := osexec.Command(bin, "serve")
+	serve := exec.Command(bin, "serve")
 	serve.Env, serve.Stdout, serve.Stderr = env, logFile, logFile
 	// Its own process group: the model runners it starts end with it.
 	serve.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -153,7 +153,7 @@ func startOllama(t *testing.T, bin string, parallel int) *ollamaServer {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	create := osexec.CommandContext(ctx, bin, "create", "tiny", "-f", modelfile)
+	create := exec.CommandContext(ctx, bin, "create", "tiny", "-f", modelfile)
 	create.Env = env
 	if out, err := create.CombinedOutput(); err != nil {
 		t.Fatalf("ollama create: %v\n%s", err, out)

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,12 +32,12 @@ func outputFixture(t *testing.T, n int) (dir string) {
 // exitOf runs a shell line in dir and returns its exit code and stderr.
 func exitOf(t *testing.T, dir, line string) (int, string) {
 	t.Helper()
-	c := osexec.Command("bash", "-c", line)
+	c := exec.Command("bash", "-c", line)
 	c.Dir = dir
 	var stderr strings.Builder
 	c.Stderr = &stderr
 	err := c.Run()
-	if ee, ok := err.(*osexec.ExitError); ok {
+	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), stderr.String()
 	}
 	if err != nil {

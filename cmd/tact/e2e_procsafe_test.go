@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -32,7 +32,7 @@ func TestCronJobDescriptorsAndEnvironment(t *testing.T) {
 `
 			os.WriteFile(filepath.Join(dir, "plan.jsonl"), []byte(plan), 0o644)
 			line := fmt.Sprintf(`exec 9>>job.lock; flock 9; exec %q exec --yes --sandbox %s --workspace ws --json --trace t.jsonl plan.jsonl`, tact, mode)
-			c := osexec.Command("bash", "-c", line)
+			c := exec.Command("bash", "-c", line)
 			c.Dir = dir
 			c.Env = append(os.Environ(), "OPENAI_API_KEY="+secret)
 			out, err := c.CombinedOutput()

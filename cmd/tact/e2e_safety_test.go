@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -46,7 +46,7 @@ func e2eTact(t *testing.T) string {
 			e2eBuildErr = err
 			return
 		}
-		out, err := osexec.Command("make", "-C", root, "build").CombinedOutput()
+		out, err := exec.Command("make", "-C", root, "build").CombinedOutput()
 		if err != nil {
 			e2eBuildErr = fmt.Errorf("make build: %v\n%s", err, out)
 			return
@@ -110,7 +110,7 @@ func (c *e2eCase) args(extra ...string) []string {
 // proc is a running tact.
 type proc struct {
 	t              *testing.T
-	cmd            *osexec.Cmd
+	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
 	done           chan struct{}
 	exited         time.Time
@@ -444,7 +444,7 @@ func (c *e2eCase) startWithFiles(stdin io.Reader, attr *syscall.SysProcAttr, ext
 func (c *e2eCase) startCmd(stdin io.Reader, attr *syscall.SysProcAttr, extra []*os.File, name string, args ...string) *proc {
 	c.t.Helper()
 	p := &proc{t: c.t, done: make(chan struct{})}
-	p.cmd = osexec.Command(name, args...)
+	p.cmd = exec.Command(name, args...)
 	p.cmd.Env = c.env
 	p.cmd.Dir = c.dir
 	p.cmd.Stdin = stdin

@@ -12,7 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -224,7 +224,7 @@ func TestE2EServe(t *testing.T) {
 
 // serveProc is a running bin/tact serve.
 type serveProc struct {
-	cmd    *osexec.Cmd
+	cmd    *exec.Cmd
 	logs   *syncBuf
 	exited chan error
 	base   string // http://ADDR
@@ -234,7 +234,7 @@ type serveProc struct {
 // and waits for its "listening" line; the test's end kills it.
 func startServe(t *testing.T, bin, dir string, args []string) *serveProc {
 	t.Helper()
-	cmd := osexec.Command(bin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
 		"XDG_DATA_HOME=" + filepath.Join(dir, ".local", "share"), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"), "LANG=C.UTF-8"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

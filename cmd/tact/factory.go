@@ -7,8 +7,8 @@ import (
 
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm/backends"
+	"github.com/tactcli/tact/redact"
 )
 
 // factory is what the commands share, made on first use (as gh's
@@ -69,7 +69,7 @@ func (f *factory) Runtime(ctx context.Context, opts agent.Options) (*agent.Runti
 		opts.Backends = backends.All // llama and openai: the engine builds neither
 	}
 	then := opts.OnRedactor
-	opts.OnRedactor = func(red *exec.Redactor) {
+	opts.OnRedactor = func(red *redact.Redactor) {
 		redactStderr(f.IO, red)
 		if then != nil {
 			then(red)

@@ -14,16 +14,16 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/outfile"
 	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/sandbox"
 	"golang.org/x/term"
 )
 
 func main() {
 	// First: a process started as the sandbox helper of run_command
 	// supervises the command and exits here.
-	exec.ServeSandboxHelper()
+	sandbox.ServeHelper()
 	os.Exit(tactMain())
 }
 
@@ -101,13 +101,13 @@ func signalContext() (ctx context.Context, exitCode func() int, stop func()) {
 					after := signalExitAfter + time.Duration(signalGrace.Load())
 					watchdog = time.AfterFunc(after, func() {
 						fmt.Fprintf(os.Stderr, "tact: still running %s after %s; exiting\n", after, name)
-						exec.KillRunning()
+						sandbox.KillRunning()
 						os.Exit(c)
 					})
 					continue
 				}
 				if s == syscall.SIGINT {
-					exec.KillRunning()
+					sandbox.KillRunning()
 					os.Exit(130)
 				}
 			}

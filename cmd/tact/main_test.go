@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,16 +14,16 @@ import (
 
 	"github.com/itchyny/gojq"
 	"github.com/rogpeppe/go-internal/testscript"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/mcptest"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/internal/testlock"
+	"github.com/tactcli/tact/sandbox"
 )
 
 func TestMain(m *testing.M) {
 	// run_command's sandbox helper re-executes this binary (as "tact"); it
 	// must serve the helper, not run tactMain or the tests.
-	exec.ServeSandboxHelper()
+	sandbox.ServeHelper()
 	// The test MCP server (internal/mcptest), for Go tests that start it.
 	if v := os.Getenv(mcptest.EnvServe); v != "" {
 		os.Exit(mcptest.Main(mcptest.Args(v)))
@@ -185,7 +185,7 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	got := 0
 	if err := ts.Exec(args[1], args[2:]...); err != nil {
-		var ee *osexec.ExitError
+		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			ts.Fatalf("%s: %v", args[1], err)
 		}

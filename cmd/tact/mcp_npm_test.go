@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -60,7 +60,7 @@ var errNoNode = errors.New("node and npm are needed for the MCP integration test
 // from installing at the same time) and returns that directory.
 func ensureNpmServers() (string, error) {
 	for _, tool := range []string{"node", "npm"} {
-		if _, err := osexec.LookPath(tool); err != nil {
+		if _, err := exec.LookPath(tool); err != nil {
 			return "", errNoNode
 		}
 	}
@@ -83,7 +83,7 @@ func ensureNpmServers() (string, error) {
 	if npmInstalled(dir, npmEverything) && npmInstalled(dir, npmFilesystem) {
 		return dir, nil
 	}
-	cmd := osexec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", npmEverything, npmFilesystem)
+	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", npmEverything, npmFilesystem)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("npm install %s %s: %v\n%s", npmEverything, npmFilesystem, err, out)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -120,7 +120,7 @@ func TestMCPNoOrphansAfterSignal(t *testing.T) {
 			if err := os.MkdirAll(ws, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cmd := osexec.Command(tact, "exec", "--backend", "none", "--workspace", ws, "--trace", trace, plan)
+			cmd := exec.Command(tact, "exec", "--backend", "none", "--workspace", ws, "--trace", trace, plan)
 			cmd.Env = env
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -153,7 +153,7 @@ func TestMCPNoOrphansAfterSignal(t *testing.T) {
 				_ = cmd.Process.Kill()
 				t.Fatal("tact did not exit")
 			}
-			var ee *osexec.ExitError
+			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != tt.code {
 				t.Fatalf("exit: %v, want %d", err, tt.code)
 			}
@@ -178,7 +178,7 @@ func TestMCPHeaderSecretRedacted(t *testing.T) {
 	}
 	tact, dir, env := mcpTestSetup(t)
 	urlFile := filepath.Join(dir, "url")
-	srv := osexec.Command(self)
+	srv := exec.Command(self)
 	srv.Env = append(os.Environ(), mcptest.EnvServe+"="+mcptest.EnvValue("-http", "-url-file", urlFile, "-require-header", "Authorization=Bearer "+secret))
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestMCPHeaderSecretRedacted(t *testing.T) {
 		{"tools", "-v", "--json"},
 		{"mcp", "list", "-v", "--json"},
 	} {
-		cmd := osexec.Command(tact, args...)
+		cmd := exec.Command(tact, args...)
 		cmd.Env = env
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

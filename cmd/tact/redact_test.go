@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/redact"
 )
 
 // Everything written to stderr once the run knows its secrets is redacted:
@@ -18,10 +18,10 @@ func TestStderrRedacted(t *testing.T) {
 	streams := &iostreams{ErrOut: &buf, StderrTTY: true}
 	redactingStderr(streams)
 	redactingStderr(streams) // wrapping twice keeps one writer
-	if _, ok := streams.ErrOut.(*exec.RedactWriter); !ok {
+	if _, ok := streams.ErrOut.(*redact.RedactWriter); !ok {
 		t.Fatalf("stderr is %T", streams.ErrOut)
 	}
-	red, err := exec.NewRedactor([]string{"MY_API_KEY=" + secret}, nil)
+	red, err := redact.NewRedactor([]string{"MY_API_KEY=" + secret}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

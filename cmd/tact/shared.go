@@ -12,10 +12,11 @@ import (
 
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/redact"
 	"golang.org/x/term"
 )
 
@@ -31,9 +32,9 @@ type runtimeFunc func(context.Context, agent.Options) (*agent.Runtime, error)
 // the steps happen. It prints the result and returns the termination
 // reason's exit code; mcpOnly (not nil) starts only those MCP servers.
 func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime runtimeFunc, mode string, job agent.Job, mcpOnly []string) error {
-	var prompter exec.Prompter
+	var prompter policy.Prompter
 	if !s.NoInput && !s.DryRun {
-		if p, err := exec.OpenTTYPrompter(); err == nil {
+		if p, err := policy.OpenTTYPrompter(); err == nil {
 			prompter = p
 			if c, ok := p.(io.Closer); ok {
 				defer c.Close()
@@ -97,7 +98,7 @@ func engineExit(err error) error {
 
 // printResult prints the final answer, or with --json the whole result;
 // secrets never reach stdout.
-func printResult(w io.Writer, asJSON bool, res *react.Result, red *exec.Redactor) error {
+func printResult(w io.Writer, asJSON bool, res *react.Result, red *redact.Redactor) error {
 	if asJSON {
 		b, err := text.JSON(res)
 		if err != nil {

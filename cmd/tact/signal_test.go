@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -44,7 +44,7 @@ func TestSIGTERMTraceSays143(t *testing.T) {
 		t.Fatal(err)
 	}
 	trace := filepath.Join(dir, "trace.jsonl")
-	cmd := osexec.Command(tact, "exec", "--workspace", ws, "--yes", "--trace", trace, plan)
+	cmd := exec.Command(tact, "exec", "--workspace", ws, "--yes", "--trace", trace, plan)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir + "/.config",
 		"XDG_DATA_HOME=" + dir + "/.local/share", "TACT_NO_INPUT=1"}
 	if err := cmd.Start(); err != nil {
@@ -60,7 +60,7 @@ func TestSIGTERMTraceSays143(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = cmd.Wait()
-	var ee *osexec.ExitError
+	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
 		t.Fatalf("exit: %v, want 143", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tactcli/tact/cmd/tact/render"
-	"github.com/tactcli/tact/exec"
+	"github.com/tactcli/tact/policy"
 	"golang.org/x/term"
 )
 
@@ -37,7 +37,7 @@ func stderrWidth() int {
 // pausingPrompter clears the renderer's status line while a question is
 // shown and answered, so an approval block never starts on the status line
 // (tact run once printed `step 1: thinkingwrite_file (write)`).
-func pausingPrompter(p exec.Prompter, r *render.Renderer) exec.Prompter {
+func pausingPrompter(p policy.Prompter, r *render.Renderer) policy.Prompter {
 	if p == nil || r == nil {
 		return p
 	}
@@ -45,7 +45,7 @@ func pausingPrompter(p exec.Prompter, r *render.Renderer) exec.Prompter {
 }
 
 type pausing struct {
-	p exec.Prompter
+	p policy.Prompter
 	r *render.Renderer
 }
 
@@ -57,7 +57,7 @@ func (q *pausing) Ask(ctx context.Context, summary string, options []string) (st
 // Display shows the step's overview when the prompter can; else the gate
 // puts it in the first question.
 func (q *pausing) Display(text string) error {
-	d, ok := q.p.(exec.Displayer)
+	d, ok := q.p.(policy.Displayer)
 	if !ok {
 		return errNoDisplay
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/mcp"
+	"github.com/tactcli/tact/tools"
 )
 
 // toolsOptions is tact tools' test seam: everything it needs, parsed.
@@ -63,7 +63,7 @@ func toolsRun(ctx context.Context, o *toolsOptions) error {
 		return engineExit(err)
 	}
 	reg, red := rt.Registry, rt.Redactor
-	serverOf := func(t exec.Tool) string {
+	serverOf := func(t tools.Tool) string {
 		if mt, ok := t.(*mcp.Tool); ok {
 			return mt.Server()
 		}

@@ -35,7 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	osexec "os/exec"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -256,7 +256,7 @@ func run(ctx context.Context, r Request, checkOnly bool) (*Output, error) {
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := osexec.CommandContext(runCtx, Executable, ChildArg)
+	cmd := exec.CommandContext(runCtx, Executable, ChildArg)
 	// Few threads: each reserves its stack in the bounded address space.
 	cmd.Env = []string{childMemEnv + "=" + strconv.FormatInt(memory, 10), "GOMAXPROCS=2"}
 	cmd.Stdin = bytes.NewReader(body)

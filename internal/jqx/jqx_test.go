@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,7 +119,7 @@ func TestCallerPeakMemory(t *testing.T) {
 		}
 		return
 	}
-	cmd := osexec.Command(os.Args[0], "-test.run=^TestCallerPeakMemory$")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCallerPeakMemory$")
 	cmd.Env = append(os.Environ(), "JQX_PEAK_PROGRAM=1")
 	b, err := cmd.Output()
 	if err != nil {

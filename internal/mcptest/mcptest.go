@@ -13,7 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -79,7 +79,7 @@ func Main(args []string) int {
 	fmt.Fprintln(os.Stderr, "mcptest: serving")
 	childPid := 0
 	if *child {
-		c := osexec.Command("sleep", "300")
+		c := exec.Command("sleep", "300")
 		if err := c.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 func child(cmd string) int {
 	d, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
 	fmt.Printf("dumpable=%d\n", d)
-	c := osexec.Command("bash", "-c", cmd)
+	c := exec.Command("bash", "-c", cmd)
 	c.Stdout, c.Stderr = os.Stdout, os.Stdout
 	if err := c.Run(); err != nil {
 		fmt.Printf("command: %v\n", err)
@@ -73,7 +73,7 @@ func TestInheritedDescriptors(t *testing.T) {
 	probe := `for fd in 3 9 63 200 1000; do eval "echo leak-$fd >&$fd" 2>/dev/null && echo "wrote fd $fd"; done; ` +
 		`ls /proc/self/fd | tr '\n' ' '`
 	shell := fmt.Sprintf(`exec 3>>%q 9>>%q 63>%q 200<%q 1000>>%q; exec %q`, lock, lock, fifo, dir, lock, exe)
-	c := osexec.Command("bash", "-c", shell) // dash takes one-digit descriptors only
+	c := exec.Command("bash", "-c", shell) // dash takes one-digit descriptors only
 	c.Env = append(os.Environ(), childEnv+"="+probe)
 	out, err := c.CombinedOutput()
 	if err != nil {
@@ -109,7 +109,7 @@ func TestSealLaterDescriptor(t *testing.T) {
 	}
 	defer unix.Close(fd)
 	write := func() string {
-		c := osexec.Command("sh", "-c", fmt.Sprintf("echo leak >&%d && echo wrote", fd))
+		c := exec.Command("sh", "-c", fmt.Sprintf("echo leak >&%d && echo wrote", fd))
 		var out bytes.Buffer
 		c.Stdout, c.Stderr = &out, &out
 		_ = c.Run()
@@ -149,7 +149,7 @@ func TestHideEnviron(t *testing.T) {
 		t.Fatal(err)
 	}
 	const secret = "tok-9f8e7d6c5b4a"
-	c := osexec.Command(exe)
+	c := exec.Command(exe)
 	c.Env = append(os.Environ(), hideChildEnv+"=1", "SERVE_TOKEN="+secret, "OTHER=visible-value", "EMPTY_TOKEN=")
 	stdin, err := c.StdinPipe()
 	if err != nil {

@@ -8,10 +8,9 @@ import (
 	"testing"
 
 	"github.com/ollama/ollama/llama"
-	"github.com/tactcli/tact/exec"
-	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/schema/schematest"
+	tacttools "github.com/tactcli/tact/tools"
 )
 
 // charGrammar parses a GBNF grammar with llama.cpp's parser over a
@@ -81,15 +80,15 @@ func TestGrammarShapes(t *testing.T) {
 // An action schema of all the shapes as tools, and tact's own (every
 // built-in tool, replan): one grammar each.
 func TestGrammarActionSchemas(t *testing.T) {
-	tools := []schema.Tool{{Name: exec.FinalAnswer, Schema: exec.FinalAnswerTool{}.Schema()}}
+	tools := []schema.Tool{{Name: tacttools.FinalAnswer, Schema: tacttools.FinalAnswerTool{}.Schema()}}
 	for i, sh := range schematest.Shapes {
 		tools = append(tools, schema.Tool{Name: "t" + strings.Repeat("x", i), Schema: json.RawMessage(sh.Schema)})
 	}
 	thought := schema.ThoughtOptions{Required: true, MinLength: 5000}
 	for name, sch := range map[string]json.RawMessage{
 		"shapes":   schema.Action(tools, thought, false),
-		"built-in": schema.Action(planner.SchemaTools(exec.DefaultRegistry().List()), thought, true),
-		"plan":     schema.Plan(planner.SchemaTools(exec.DefaultRegistry().List()), thought, 20),
+		"built-in": schema.Action(tacttools.SchemaTools(tacttools.DefaultRegistry().List()), thought, true),
+		"plan":     schema.Plan(tacttools.SchemaTools(tacttools.DefaultRegistry().List()), thought, 20),
 	} {
 		if _, err := schema.Compile(sch); err != nil {
 			t.Fatalf("%s: the action schema does not compile: %v", name, err)

@@ -4,11 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
-	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/schema"
+	tacttools "github.com/tactcli/tact/tools"
 )
 
 // TestTactActionSchema50 samples 50 replies under the executor's real action
@@ -18,7 +17,7 @@ import (
 func TestTactActionSchema50(t *testing.T) {
 	b := newTiny(t, func(o *Options) { o.CtxSize = 8192; o.BatchSize = 512 })
 	thought := schema.ThoughtOptions{Required: true, MinLength: 10}
-	sch := schema.Action(planner.SchemaTools(exec.DefaultRegistry().List()), thought, true)
+	sch := schema.Action(tacttools.SchemaTools(tacttools.DefaultRegistry().List()), thought, true)
 	tools := map[string]int{}
 	for i := range 50 {
 		temp := float32(0.2)

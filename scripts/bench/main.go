@@ -44,13 +44,12 @@ import (
 	"github.com/ollama/ollama/llama"
 	"github.com/ollama/ollama/ml"
 
-	tactexec "github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/llm/llamacpp"
 	"github.com/tactcli/tact/models"
-	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
 )
 
 var (
@@ -79,7 +78,7 @@ const (
 
 // actionSchema is tact's own ReAct action schema over the built-in tools,
 // as the executor builds it (a hand-written copy would drift).
-var actionSchema = string(schema.Action(planner.SchemaTools(tactexec.DefaultRegistry().List()), schema.ThoughtOptions{Required: true, MinLength: 10}, false))
+var actionSchema = string(schema.Action(tools.SchemaTools(tools.DefaultRegistry().List()), schema.ThoughtOptions{Required: true, MinLength: 10}, false))
 
 func main() {
 	flag.Parse()

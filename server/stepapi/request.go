@@ -23,10 +23,11 @@ import (
 	"time"
 
 	"github.com/tactcli/tact/agent"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/server/prose"
+	"github.com/tactcli/tact/tools"
 )
 
 // Statuses of a step's response.
@@ -198,7 +199,7 @@ func redactWith(secrets []string) func(string) string {
 	for i, s := range secrets {
 		env[i] = fmt.Sprintf("USER_API_%d_KEY=%s", i, s)
 	}
-	red, _ := exec.NewRedactor(env, nil)
+	red, _ := redact.NewRedactor(env, nil)
 	return red.Redact
 }
 
@@ -235,8 +236,8 @@ func (req *Request) check() error {
 		switch {
 		case !prose.IsName(t.Name):
 			return fmt.Errorf("%s.name: %q is not a tool name (letters, digits, _ . -, not starting with a digit)", at, t.Name)
-		case t.Name == exec.FinalAnswer:
-			return fmt.Errorf("%s.name: %s is tact's own way to answer; name the tool differently", at, exec.FinalAnswer)
+		case t.Name == tools.FinalAnswer:
+			return fmt.Errorf("%s.name: %s is tact's own way to answer; name the tool differently", at, tools.FinalAnswer)
 		case seen[t.Name]:
 			return fmt.Errorf("%s.name: %q is given twice", at, t.Name)
 		}

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/tactcli/tact/agent"
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
-	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/server/prose"
+	"github.com/tactcli/tact/tools"
 )
 
 // maxToolNodes bounds the subschemas of a request's tools once their
@@ -127,12 +127,12 @@ func (c *stepCall) history(now time.Time) []Turn {
 		t.Content = c.redact(t.Content)
 		if t.ToolCall != nil {
 			tc := *t.ToolCall
-			tc.Parameters = exec.RedactJSONWith(tc.Parameters, c.redact)
+			tc.Parameters = redact.RedactJSONWith(tc.Parameters, c.redact)
 			t.ToolCall = &tc
 		}
 		if t.ToolResult != nil {
 			tr := *t.ToolResult
-			tr.Result = exec.RedactJSONWith(tr.Result, c.redact)
+			tr.Result = redact.RedactJSONWith(tr.Result, c.redact)
 			t.ToolResult = &tr
 		}
 		if t.Timestamp == "" {
@@ -163,7 +163,7 @@ func (c *stepCall) answer(resp *Response, reply string, sch json.RawMessage, now
 				return
 			}
 		}
-		if tool == exec.FinalAnswer {
+		if tool == tools.FinalAnswer {
 			var a struct {
 				Answer string `json:"answer"`
 			}
@@ -187,7 +187,7 @@ func (c *stepCall) answer(resp *Response, reply string, sch json.RawMessage, now
 		resp.History = append(resp.History, Turn{Role: RoleAssistant, Content: a, Timestamp: stamp})
 		return
 	}
-	args = exec.RedactJSONWith(args, c.redact)
+	args = redact.RedactJSONWith(args, c.redact)
 	resp.Status = StatusActionProposed
 	resp.ActionDetails = &ActionDetails{ToolName: tool, ToolArgs: args, RawActionString: "Action: " + prose.FormatAction(tool, args)}
 	resp.History = append(resp.History, Turn{Role: RoleAssistant, Content: resp.Thought,
@@ -197,7 +197,7 @@ func (c *stepCall) answer(resp *Response, reply string, sch json.RawMessage, now
 // replySchema constrains the reply: the client's tools and final_answer;
 // only final_answer when no steps are left; none for the prose form.
 func (c *stepCall) replySchema() json.RawMessage {
-	final := schema.Tool{Name: exec.FinalAnswer, Schema: exec.FinalAnswerTool{}.Schema()}
+	final := schema.Tool{Name: tools.FinalAnswer, Schema: tools.FinalAnswerTool{}.Schema()}
 	if c.left <= 0 {
 		return schema.Action([]schema.Tool{final}, c.thought, false)
 	}
@@ -343,23 +343,23 @@ func (c *stepCall) systemPrompt() string { return c.systemPromptWith(true) }
 
 // systemPromptWith is the system prompt, with the client's tools or
 // without them (to count what they take).
-func (c *stepCall) systemPromptWith(tools bool) string {
+func (c *stepCall) systemPromptWith(withTools bool) string {
 	tp := c.rt.S.ThoughtPrompt
 	if tp == "" {
 		tp = prompt.DefaultThoughtPrompt
 	}
 	data := map[string]any{"Segment": "", "ThoughtPrompt": tp,
 		"RequireThought": c.thought.Required, "MinThought": c.thought.MinLength}
-	if tools {
+	if withTools {
 		data["Segment"] = strings.TrimSpace(c.req.ToolsPrompt)
 	}
 	if !c.proseForm {
 		list := []prompt.Tool{}
-		for _, t := range planner.PromptTools([]exec.Tool{exec.FinalAnswerTool{}}) {
+		for _, t := range tools.PromptTools([]tools.Tool{tools.FinalAnswerTool{}}) {
 			list = append(list, t)
 		}
 		for _, t := range c.req.Tools {
-			if !tools {
+			if !withTools {
 				break
 			}
 			var compact bytes.Buffer
@@ -383,7 +383,7 @@ func (c *stepCall) turnMessage(t Turn, lastTool string) llm.Message {
 			}
 			return llm.Message{Role: llm.RoleAssistant, Content: "Final Answer: " + t.Content}
 		}
-		act := map[string]any{"thought": t.Content, "tool": exec.FinalAnswer, "args": map[string]string{"answer": t.Content}}
+		act := map[string]any{"thought": t.Content, "tool": tools.FinalAnswer, "args": map[string]string{"answer": t.Content}}
 		if t.ToolCall != nil {
 			act["tool"], act["args"] = t.ToolCall.Name, params(t.ToolCall)
 		} else {
@@ -522,11 +522,11 @@ func (c *stepCall) contextParts(ctx context.Context) []string {
 // workspace, no symlink leading out, regular files only, size caps).
 func (c *stepCall) readContext(ctx context.Context, path string) (string, error) {
 	args, _ := json.Marshal(map[string]string{"path": path})
-	res := exec.ReadFile{}.Run(ctx, c.rt.Env, args)
+	res := tools.ReadFile{}.Run(ctx, c.rt.Env, args)
 	if res.Err == nil {
 		return res.Output, nil
 	}
-	if dir := (exec.ListFiles{}).Run(ctx, c.rt.Env, args); dir.Err == nil {
+	if dir := (tools.ListFiles{}).Run(ctx, c.rt.Env, args); dir.Err == nil {
 		return dir.Output, nil
 	}
 	return "", errors.New(strings.TrimPrefix(res.Err.Error(), "read_file: "))

@@ -21,10 +21,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tactcli/tact/exec"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/tools"
 )
 
 // Options say how to draw.
@@ -159,7 +160,7 @@ func (r *Renderer) Pause() (resume func()) {
 func (r *Renderer) Println(line string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.println(exec.SanitizeTerminal(line))
+	r.println(policy.SanitizeTerminal(line))
 }
 
 // LogWriter is w with the status line cleared before each write and drawn
@@ -238,7 +239,7 @@ func (r *Renderer) Handle(ev react.Event) {
 	case react.EventFallback:
 		var msg string
 		_ = ev.Decode("message", &msg)
-		r.println(r.paint(yellow, "  stopping: ") + r.paint(dim, exec.SanitizeTerminal(text.FirstLine(msg))))
+		r.println(r.paint(yellow, "  stopping: ") + r.paint(dim, policy.SanitizeTerminal(text.FirstLine(msg))))
 	case react.EventTermination:
 		var u llm.Usage
 		_ = ev.Decode("token_usage", &u)
@@ -332,7 +333,7 @@ func callLabel(kind llm.Kind) string {
 
 // actionLine is `● tool(key="value", n=3)`, clipped to the width.
 func (r *Renderer) actionLine(tool string, args json.RawMessage) string {
-	call := exec.SanitizeTerminal(tool) + "(" + formatArgs(args) + ")"
+	call := policy.SanitizeTerminal(tool) + "(" + formatArgs(args) + ")"
 	call = text.Clip(call, r.width()-3)
 	name, rest, _ := strings.Cut(call, "(")
 	return r.paint(green, "●") + " " + r.paint(bold, name) + "(" + rest
@@ -344,7 +345,7 @@ func formatArgs(raw json.RawMessage) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return exec.SanitizeTerminal(text.Clip(string(raw), 60))
+		return policy.SanitizeTerminal(text.Clip(string(raw), 60))
 	}
 	var parts []string
 	for dec.More() {
@@ -357,7 +358,7 @@ func formatArgs(raw json.RawMessage) string {
 		if err := dec.Decode(&v); err != nil {
 			break
 		}
-		parts = append(parts, exec.SanitizeTerminal(key)+"="+formatValue(v))
+		parts = append(parts, policy.SanitizeTerminal(key)+"="+formatValue(v))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -375,29 +376,29 @@ func formatValue(v json.RawMessage) string {
 		if len(s) > 200 {
 			out += " (" + text.DecimalSize(int64(len(s))) + ")"
 		}
-		return exec.SanitizeTerminal(out)
+		return policy.SanitizeTerminal(out)
 	}
 	var compact bytes.Buffer
 	if json.Compact(&compact, v) != nil {
-		return exec.SanitizeTerminal(text.Clip(string(v), most))
+		return policy.SanitizeTerminal(text.Clip(string(v), most))
 	}
-	return exec.SanitizeTerminal(text.Clip(compact.String(), most))
+	return policy.SanitizeTerminal(text.Clip(compact.String(), most))
 }
 
 // step draws what became of an action: its observation, an error or a skip.
 func (r *Renderer) step(st react.StepTrace) {
 	switch st.Action.Tool {
-	case exec.FinalAnswer:
+	case tools.FinalAnswer:
 		return
 	case "":
-		r.println(r.paint(red, "✗") + " " + r.paint(dim, "invalid reply: "+exec.SanitizeTerminal(text.Clip(text.FirstLine(st.Error), r.width()-20))))
+		r.println(r.paint(red, "✗") + " " + r.paint(dim, "invalid reply: "+policy.SanitizeTerminal(text.Clip(text.FirstLine(st.Error), r.width()-20))))
 		return
 	}
 	if st.Iteration != r.lastAction {
 		r.println(r.actionLine(st.Action.Tool, st.Action.Args))
 	}
 	r.turn.actions++
-	obs := strings.TrimRight(exec.SanitizeTerminal(st.Observation), "\n ")
+	obs := strings.TrimRight(policy.SanitizeTerminal(st.Observation), "\n ")
 	switch {
 	case st.SkipReason != "":
 		r.println(r.paint(dim, "  ⎿ skipped ("+st.SkipReason+"): "+text.Clip(text.FirstLine(obs), r.width()-30)))
@@ -443,7 +444,7 @@ func (r *Renderer) plan(ev react.Event) {
 	var tools []string
 	for _, row := range rows {
 		if row.Type != "plan" && row.Tool != "" { // the header row has no tool
-			tools = append(tools, exec.SanitizeTerminal(row.Tool))
+			tools = append(tools, policy.SanitizeTerminal(row.Tool))
 		}
 	}
 	what := "plan"

@@ -1,0 +1,902 @@
+// Package policy decides whether a write or exec tool call may run: the
+// policy file's allow and deny rules, --yes and --read-only, and interactive
+// approval (the Gate).
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/agnivade/levenshtein"
+	"github.com/kballard/go-shellquote"
+	"github.com/tactcli/tact/internal/filekind"
+	"github.com/tactcli/tact/policy/cmdline"
+	"github.com/tactcli/tact/tools"
+)
+
+// Rule matches calls by tool, command prefix and path glob; every field that
+// is set must match (they are ANDed).
+type Rule struct {
+	// Tool is a tool name or "*"; empty means any tool.
+	Tool string `json:"tool,omitempty"`
+	// Command matches run_command calls by the commands they run (see
+	// AnalyzeCommand): a command matches when its program name is the
+	// rule's first word and its arguments start with the rule's other whole
+	// words ("git status" matches "git status -s", not "git statusx").
+	Command string `json:"command,omitempty"`
+	// Path is a glob on the workspace-relative path of write_file/edit_file
+	// calls; "**" matches any number of directories.
+	Path    string `json:"path,omitempty"`
+	Comment string `json:"comment,omitempty"`
+}
+
+// String renders the rule for prompts, reasons and traces.
+func (r Rule) String() string {
+	var parts []string
+	if r.Tool != "" {
+		parts = append(parts, "tool="+r.Tool)
+	}
+	if r.Command != "" {
+		parts = append(parts, "command="+strconvQuote(r.Command))
+	}
+	if r.Path != "" {
+		parts = append(parts, "path="+strconvQuote(r.Path))
+	}
+	if len(parts) == 0 {
+		return "(empty rule)"
+	}
+	return strings.Join(parts, " ")
+}
+
+// Policy is the parsed policy file. A matching deny rule wins over any
+// allow rule.
+type Policy struct {
+	Allow []Rule `json:"allow"`
+	Deny  []Rule `json:"deny"`
+}
+
+// policyTools are the tools rules may name, with their classes.
+var policyTools = sync.OnceValue(func() map[string]tools.Class {
+	m := map[string]tools.Class{}
+	for _, t := range tools.DefaultRegistry().List() {
+		m[t.Name()] = t.Class()
+	}
+	return m
+})
+
+// pathTools take a workspace path that path rules match.
+var pathTools = map[string]bool{"write_file": true, "edit_file": true}
+
+// commandTool is the one tool with a command that command rules match.
+const commandTool = "run_command"
+
+// validate reports why a rule cannot be used, or nil. A rule that could
+// never match (a misspelt tool, a field its tool does not have, a read tool,
+// which policy never sees) is an error rather than a silently dead rule.
+func (r Rule) validate() error {
+	if r.Tool == "" && r.Command == "" && r.Path == "" {
+		return errors.New("empty rule: set tool, command or path")
+	}
+	if r.Command != "" && r.Path != "" {
+		// No tool takes both, so such a rule would silently never match.
+		return errors.New("command and path cannot both be set (command is for run_command, path for write_file/edit_file)")
+	}
+	if r.Tool != "" && r.Tool != "*" && (tools.IsToolPattern(r.Tool) || strings.ContainsAny(r.Tool, `.?[\/`)) {
+		// Patterns, MCP names, and what looks like a glob or a path: the
+		// pattern check says exactly which character is wrong.
+		if err := validateToolPattern(r); err != nil {
+			return err
+		}
+	} else if r.Tool != "" && r.Tool != "*" {
+		class, ok := policyTools()[r.Tool]
+		switch {
+		case !ok:
+			return unknownToolError(r.Tool)
+		case class == tools.ClassRead:
+			return fmt.Errorf("tool %q is a read tool: read tools always run and are never checked against policy, so this rule would never apply", r.Tool)
+		case r.Command != "" && r.Tool != commandTool:
+			return fmt.Errorf("\"command\" applies only to run_command, not %s", r.Tool)
+		case r.Path != "" && !pathTools[r.Tool]:
+			return fmt.Errorf("\"path\" applies only to write_file and edit_file, not %s", r.Tool)
+		}
+	}
+	if r.Command != "" {
+		words, err := shellquote.Split(r.Command)
+		if err != nil {
+			return fmt.Errorf("command %q: %v", r.Command, err)
+		}
+		if len(words) == 0 {
+			return fmt.Errorf("command %q: no words", r.Command)
+		}
+		name := cmdline.CanonicalName(words[0])
+		if name == "" {
+			return fmt.Errorf("command %q: %q is not a program name", r.Command, words[0])
+		}
+		if rest := cmdline.GlobalOptions(name, words[1:]); rest > 0 {
+			fixed := shellquote.Join(append([]string{words[0]}, words[1+rest:]...)...)
+			return fmt.Errorf("command %q: %s's options before the subcommand are not matched (tact looks through them); write %q", r.Command, name, fixed)
+		}
+	}
+	if r.Path != "" {
+		if err := checkGlob(r.Path); err != nil {
+			return fmt.Errorf("path %q: %v", r.Path, err)
+		}
+	}
+	return nil
+}
+
+// mcpToolRE is an MCP tool's name, SERVER.TOOL (mcp.ValidServerName, then
+// a name ValidMCPToolName accepts).
+var mcpToolRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.[A-Za-z0-9_.-]{1,128}$`)
+
+// validateToolPattern checks a rule naming a tool pattern ("github.*", see
+// MatchToolPattern) or an MCP tool (SERVER.TOOL). MCP servers start after
+// the policy is read, so such a name cannot be checked against their tools;
+// command and path stay reserved to the built-in tools that have them.
+func validateToolPattern(r Rule) error {
+	if err := tools.CheckToolPattern(r.Tool); err != nil {
+		return fmt.Errorf("tool %q: %v", r.Tool, err)
+	}
+	if tools.IsToolPattern(r.Tool) {
+		if r.Command != "" && !tools.MatchToolPattern(r.Tool, commandTool) {
+			return fmt.Errorf("\"command\" applies only to run_command, which tool %q does not match", r.Tool)
+		}
+		if r.Path != "" && !tools.MatchToolPattern(r.Tool, "write_file") && !tools.MatchToolPattern(r.Tool, "edit_file") {
+			return fmt.Errorf("\"path\" applies only to write_file and edit_file, which tool %q does not match", r.Tool)
+		}
+		return nil
+	}
+	if !mcpToolRE.MatchString(r.Tool) {
+		return fmt.Errorf("tool %q: not a tool name (an MCP tool is SERVER.TOOL: the server's name, \".\", and 1 to %d of %s)", r.Tool, tools.MaxMCPToolName, tools.ToolNameAlphabet)
+	}
+	if r.Command != "" {
+		return fmt.Errorf("\"command\" applies only to run_command, not %s", r.Tool)
+	}
+	if r.Path != "" {
+		return fmt.Errorf("\"path\" applies only to write_file and edit_file, not %s", r.Tool)
+	}
+	return nil
+}
+
+// toolMatches reports whether a rule's tool (a name or a pattern) names
+// tool: the whole name, compared exactly except for "*".
+func toolMatches(pattern, tool string) bool {
+	if pattern == tool {
+		return true
+	}
+	return tools.IsToolPattern(pattern) && tools.MatchToolPattern(pattern, tool)
+}
+
+// unknownToolError names the tools rules may use and the closest one to a
+// typo.
+func unknownToolError(name string) error {
+	classes := policyTools()
+	var gated []string
+	for n, class := range classes {
+		if class != tools.ClassRead {
+			gated = append(gated, n)
+		}
+	}
+	sort.Strings(gated)
+	known := strings.Join(gated, ", ") + " or \"*\""
+	norm := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(name)))
+	best, bestDist := "", -1
+	for n := range classes {
+		d := levenshtein.ComputeDistance(norm, n)
+		if bestDist < 0 || d < bestDist || (d == bestDist && n < best) {
+			best, bestDist = n, d
+		}
+	}
+	if best != "" && bestDist <= max(2, len(best)/4) {
+		return fmt.Errorf("unknown tool %q; did you mean %q? (rules name %s)", name, best, known)
+	}
+	return fmt.Errorf("unknown tool %q (rules name %s)", name, known)
+}
+
+// checkGlob accepts workspace-relative slash-separated globs; a leading "./"
+// is tolerated because people write it.
+func checkGlob(pattern string) error {
+	p := strings.TrimPrefix(pattern, "./")
+	if p == "" {
+		return errors.New("empty glob")
+	}
+	if strings.HasPrefix(p, "/") {
+		return errors.New("glob must be relative to the workspace")
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "":
+			return errors.New("empty path segment (doubled or trailing \"/\")")
+		case ".", "..":
+			return fmt.Errorf("%q segments are not allowed", seg)
+		case "**":
+			continue
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return errors.New("bad glob syntax")
+		}
+	}
+	return nil
+}
+
+// matchGlob matches a slash-separated relative path against a glob where a
+// "**" segment matches zero or more segments. Dynamic programming keeps it
+// linear in pattern×path length whatever the pattern (it is fuzzed).
+func matchGlob(pattern, name string) bool {
+	p := strings.Split(strings.TrimPrefix(pattern, "./"), "/")
+	n := strings.Split(name, "/")
+	// next[j] holds whether p[i+1:] matches n[j:]; cur is for p[i:].
+	next := make([]bool, len(n)+1)
+	cur := make([]bool, len(n)+1)
+	next[len(n)] = true
+	for i := len(p) - 1; i >= 0; i-- {
+		for j := len(n); j >= 0; j-- {
+			switch {
+			case p[i] == "**":
+				cur[j] = next[j] || (j < len(n) && cur[j+1])
+			case j == len(n):
+				cur[j] = false
+			default:
+				ok, err := path.Match(p[i], n[j])
+				cur[j] = err == nil && ok && next[j+1]
+			}
+		}
+		next, cur = cur, next
+	}
+	return next[0]
+}
+
+// callFacts are what rules look at in a call's arguments.
+type callFacts struct {
+	tool    string
+	argv    []string // run_command's split command; nil when absent or unparsable
+	hasCmd  bool
+	workdir string
+	path    string // cleaned, slash-separated, workspace-relative
+	hasPath bool
+	inside  bool // path stays inside the workspace (lexically)
+	// real is path with symlinks resolved (as far as it exists), so a link
+	// cannot carry a write from an allowed directory into a denied one.
+	real       string
+	realInside bool
+	// cmd is run_command's analysed command line; nil for other tools or
+	// a command that cannot be split into words.
+	cmd *cmdline.CommandAnalysis
+}
+
+func factsOf(env *tools.Env, c tools.Call) callFacts {
+	var f callFacts
+	if c.Tool != nil {
+		f.tool = c.Tool.Name()
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(c.Args, &args) != nil {
+		return f
+	}
+	if raw, ok := args["command"]; ok {
+		f.hasCmd = true
+		var s string
+		var list []string
+		switch {
+		case json.Unmarshal(raw, &s) == nil:
+			if words, err := shellquote.Split(s); err == nil {
+				f.argv = words
+			}
+		case json.Unmarshal(raw, &list) == nil:
+			f.argv = list
+		}
+	}
+	if raw, ok := args["working_dir"]; ok {
+		_ = json.Unmarshal(raw, &f.workdir)
+	}
+	if f.tool == commandTool && f.argv != nil {
+		an := cmdline.AnalyzeCommand(f.argv, analyzeOptions(env, f.workdir))
+		f.cmd = &an
+	}
+	if raw, ok := args["path"]; ok {
+		var p string
+		if json.Unmarshal(raw, &p) == nil && p != "" {
+			f.hasPath = true
+			f.path, f.inside = workspaceRel(env, p)
+			f.real, f.realInside = f.path, f.inside
+			if f.inside {
+				f.real, f.realInside = resolvedRel(env, f.path)
+			}
+		}
+	}
+	return f
+}
+
+// analyzeOptions are the working directory and PATH run_command would use,
+// so the analyser resolves program names as the command will.
+func analyzeOptions(env *tools.Env, workdir string) cmdline.AnalyzeOptions {
+	if env == nil || env.Workspace == "" {
+		return cmdline.AnalyzeOptions{}
+	}
+	if workdir == "" {
+		workdir = "."
+	}
+	dir, err := env.Resolve(workdir)
+	if err != nil {
+		dir = filepath.Join(env.Workspace, workdir)
+	}
+	return cmdline.AnalyzeOptions{Dir: dir, PATH: env.CommandPath(), Resolve: true}
+}
+
+// workspaceRel makes p workspace-relative and slash-separated; inside is
+// false when it lexically leaves the workspace (the tool refuses those, and
+// no allow rule may approve them).
+func workspaceRel(env *tools.Env, p string) (rel string, inside bool) {
+	if filepath.IsAbs(p) {
+		if env == nil || env.Workspace == "" {
+			return filepath.ToSlash(filepath.Clean(p)), false
+		}
+		r, err := filepath.Rel(env.Workspace, p)
+		if err != nil {
+			return filepath.ToSlash(filepath.Clean(p)), false
+		}
+		p = r
+	}
+	rel = filepath.ToSlash(filepath.Clean(p))
+	inside = rel != ".." && !strings.HasPrefix(rel, "../") && !strings.HasPrefix(rel, "/")
+	return rel, inside
+}
+
+// resolvedRel resolves symlinks along the workspace-relative rel, as far as
+// the path exists, and makes it workspace-relative again.
+func resolvedRel(env *tools.Env, rel string) (string, bool) {
+	if env == nil || env.Workspace == "" {
+		return rel, true
+	}
+	ws := env.Workspace
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = r
+	}
+	cur, rest := filepath.Join(ws, filepath.FromSlash(rel)), ""
+	for {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			r, err := filepath.Rel(ws, filepath.Join(real, rest))
+			if err != nil {
+				return rel, false
+			}
+			r = filepath.ToSlash(r)
+			return r, r != ".." && !strings.HasPrefix(r, "../")
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return rel, true
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// appliesTo reports whether r's tool (and the fields it sets) fit the call.
+func (r Rule) appliesTo(f callFacts) bool {
+	if r.Tool != "" && r.Tool != "*" && !toolMatches(r.Tool, f.tool) {
+		return false
+	}
+	if r.Command != "" && f.tool != commandTool {
+		return false // only run_command has a command
+	}
+	return true
+}
+
+// matches reports whether r covers the call, for deny rules and for allow
+// rules without a command (allowCommand decides those). forAllow makes
+// paths that leave the workspace unmatchable, so an allow rule can never
+// approve them.
+func (r Rule) matches(f callFacts, forAllow bool) bool {
+	if r.Tool == "" && r.Command == "" && r.Path == "" {
+		return false // an empty rule (only possible from code) matches nothing
+	}
+	if !r.appliesTo(f) {
+		return false
+	}
+	if r.Command != "" {
+		if forAllow {
+			return false
+		}
+		if !r.denyCommand(f) {
+			return false
+		}
+	}
+	if r.Path != "" {
+		if !f.hasPath || checkGlob(r.Path) != nil {
+			return false
+		}
+		lexical, real := matchGlob(r.Path, f.path), matchGlob(r.Path, f.real)
+		if forAllow {
+			// Allow only what is inside the workspace both as written and
+			// as resolved, and matched both ways.
+			if !f.inside || !f.realInside || !lexical || !real {
+				return false
+			}
+		} else if !lexical && !real {
+			return false
+		}
+	}
+	return true
+}
+
+// ruleWords splits a rule's command; nil when it does not split.
+func ruleWords(command string) []string {
+	words, err := shellquote.Split(command)
+	if err != nil || len(words) == 0 {
+		return nil
+	}
+	return words
+}
+
+// denyCommand: a command deny rule matches when any command the call runs,
+// wrappers included, matches it (a word only known at run time matches any
+// rule word), or when the call is not fully analysable and all the rule's
+// words appear among the words of the call's text.
+func (r Rule) denyCommand(f callFacts) bool {
+	words := ruleWords(r.Command)
+	if words == nil || f.argv == nil {
+		return false
+	}
+	if hasPrefixWords(f.argv, words) {
+		return true
+	}
+	if f.cmd == nil {
+		return false
+	}
+	for _, c := range f.cmd.Commands {
+		if commandMatches(c, words, false) {
+			return true
+		}
+	}
+	return !f.cmd.Complete && f.cmd.ContainsWords(words)
+}
+
+func hasPrefixWords(argv, words []string) bool {
+	if len(argv) < len(words) {
+		return false
+	}
+	for i, w := range words {
+		if argv[i] != w {
+			return false
+		}
+	}
+	return true
+}
+
+// commandMatches matches one analysed command against a rule's words. For
+// deny rules the program is compared by base name and symlink target, and a
+// dynamic argument matches anything. For allow rules a bare program name
+// must be the program PATH finds (not ./git), a name with a "/" must be the
+// path as typed, and every compared argument must be known.
+func commandMatches(c cmdline.Command, words []string, forAllow bool) bool {
+	prog := words[0]
+	switch {
+	case !forAllow:
+		n := cmdline.CanonicalName(prog)
+		if n != c.Name && (c.Target == "" || n != c.Target) {
+			return false
+		}
+	case strings.Contains(prog, "/"):
+		if !strings.Contains(c.Typed, "/") || filepath.Clean(prog) != filepath.Clean(c.Typed) {
+			return false
+		}
+	default:
+		if prog != c.Name || !c.OnPath {
+			return false
+		}
+	}
+	for i, w := range words[1:] {
+		if i >= len(c.Args) {
+			return false
+		}
+		a := c.Args[i]
+		if a.Dynamic {
+			return !forAllow
+		}
+		if a.Text != w {
+			return false
+		}
+	}
+	return true
+}
+
+// allowCommand finds the allow rule that approves a run_command call by its
+// commands: the call must be fully analysable, and every command it runs
+// must be covered by an allow rule, except wrappers that only change how a
+// command runs, harmless builtins and function calls; at least one rule
+// must match. A rule spelling out the whole command line word for word
+// approves that exact (analysable) call too. It returns the rule covering
+// the first command.
+func (p *Policy) allowCommand(f callFacts) *Rule {
+	if f.cmd == nil || !f.cmd.Complete {
+		return nil
+	}
+	var first *Rule
+	for _, c := range f.cmd.Commands {
+		var hit *Rule
+		for i := range p.Allow {
+			r := &p.Allow[i]
+			if r.Command == "" || !r.appliesTo(f) {
+				continue
+			}
+			if words := ruleWords(r.Command); words != nil && commandMatches(c, words, true) {
+				hit = r
+				break
+			}
+		}
+		switch {
+		case hit != nil:
+			if first == nil {
+				first = hit
+			}
+		case (c.Kind == cmdline.KindWrapper || c.Kind == cmdline.KindBuiltin || c.Kind == cmdline.KindFunction) && c.OnPath:
+			// Looked through; a wrapper typed as a path to some other file
+			// (./env) is an unknown program and needs its own rule.
+		default:
+			return nil
+		}
+	}
+	return first
+}
+
+// Match returns the first allow rule and the first deny rule that cover the
+// call (either may be nil). Callers let deny win.
+func (p *Policy) Match(env *tools.Env, c tools.Call) (allow, deny *Rule) {
+	if p == nil {
+		return nil, nil
+	}
+	f := factsOf(env, c)
+	for i := range p.Deny {
+		if p.Deny[i].matches(f, false) {
+			deny = &p.Deny[i]
+			break
+		}
+	}
+	covering := p.allowCommand(f)
+	for i := range p.Allow {
+		r := &p.Allow[i]
+		switch {
+		case r.Command == "":
+			if r.matches(f, true) {
+				return r, deny
+			}
+		case r == covering:
+			return r, deny
+		case r.appliesTo(f) && f.cmd != nil && f.cmd.Complete && slices.Equal(ruleWords(r.Command), f.argv):
+			// The whole command line, word for word.
+			return r, deny
+		}
+	}
+	return nil, deny
+}
+
+// unanalysable says why c's command cannot be fully analysed, or "".
+func unanalysable(env *tools.Env, c tools.Call) string {
+	if c.Tool == nil || c.Tool.Name() != commandTool {
+		return ""
+	}
+	f := factsOf(env, c)
+	if f.cmd == nil || f.cmd.Complete {
+		return ""
+	}
+	return strings.Join(f.cmd.Problems, "; ")
+}
+
+// denyNote explains a command deny rule that matched only because the call
+// cannot be fully analysed and contains the rule's words.
+func denyNote(env *tools.Env, c tools.Call, r *Rule) string {
+	if r.Command == "" {
+		return ""
+	}
+	f := factsOf(env, c)
+	if f.cmd == nil || f.cmd.Complete {
+		return ""
+	}
+	words := ruleWords(r.Command)
+	if words == nil || hasPrefixWords(f.argv, words) {
+		return ""
+	}
+	for _, cmd := range f.cmd.Commands {
+		if commandMatches(cmd, words, false) {
+			return ""
+		}
+	}
+	return " (the command cannot be fully analysed (" + strings.Join(f.cmd.Problems, "; ") + ") and contains the rule's words)"
+}
+
+// policyFile keeps rules raw so each can be decoded strictly and errors can
+// name the rule.
+type policyFile struct {
+	Allow []json.RawMessage `json:"allow"`
+	Deny  []json.RawMessage `json:"deny"`
+}
+
+// ParsePolicy parses a policy file strictly: unknown fields, bad globs and
+// empty rules are errors of the form "name: reason" (JSON syntax and type
+// errors as "name:line:col: reason").
+func ParsePolicy(data []byte, name string) (*Policy, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return &Policy{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var pf policyFile
+	if err := dec.Decode(&pf); err != nil {
+		return nil, jsonError(name, data, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		line, col := lineCol(data, dec.InputOffset())
+		return nil, fmt.Errorf("%s:%d:%d: unexpected data after the policy object", name, line, col)
+	}
+	p := &Policy{}
+	var err error
+	if p.Allow, err = parseRules(name, "allow", pf.Allow); err != nil {
+		return nil, err
+	}
+	if p.Deny, err = parseRules(name, "deny", pf.Deny); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func parseRules(name, list string, raws []json.RawMessage) ([]Rule, error) {
+	var out []Rule
+	for i, raw := range raws {
+		where := fmt.Sprintf("%s[%d] %s", list, i, ruleJSON(raw))
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		var r Rule
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("%s: %s: %s", name, where, jsonReason(err))
+		}
+		if err := r.validate(); err != nil {
+			return nil, fmt.Errorf("%s: %s: %v", name, where, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// ruleJSON is a rule's JSON on one line, shortened, for error messages.
+func ruleJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		buf.Reset()
+		buf.Write(bytes.Join(bytes.Fields(raw), []byte(" ")))
+	}
+	s := buf.String()
+	if len(s) > 200 {
+		cut := 200
+		for cut > 0 && !utf8RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// jsonError turns encoding/json errors into "name:line:col: reason".
+func jsonError(name string, data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := lineCol(data, syn.Offset)
+		return fmt.Errorf("%s:%d:%d: %s", name, line, col, syn.Error())
+	case errors.As(err, &typ):
+		line, col := lineCol(data, typ.Offset)
+		return fmt.Errorf("%s:%d:%d: %s", name, line, col, jsonReason(err))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		line, col := lineCol(data, int64(len(data)))
+		return fmt.Errorf("%s:%d:%d: unexpected end of JSON", name, line, col)
+	}
+	return fmt.Errorf("%s: %s", name, jsonReason(err))
+}
+
+// jsonReason words a decode error without Go type names.
+func jsonReason(err error) string {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		field := typ.Field
+		if field == "" {
+			field = "value"
+		}
+		return fmt.Sprintf("%s: expected %s, got %s", field, jsonKind(typ.Type), typ.Value)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of JSON"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "value"
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.String:
+		return "string"
+	}
+	return t.Kind().String()
+}
+
+// lineCol converts a byte offset into 1-based line and column.
+func lineCol(data []byte, off int64) (line, col int) {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line = bytes.Count(before, []byte{'\n'}) + 1
+	col = int(off) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// policyInput is how the policy file is opened: a regular file (a FIFO or a
+// device is refused, never waited on or read for ever) of at most 1 MiB
+// (real ones are a few KiB).
+var policyInput = filekind.Spec{What: "policy", Max: 1 << 20}
+
+// LoadPolicy reads a policy file; a missing file is an empty policy.
+func LoadPolicy(path string) (*Policy, error) {
+	data, err := filekind.ReadFile(policyInput, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Policy{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ParsePolicy(data, path)
+}
+
+// marshal writes the policy with both lists present, so the file is easy
+// to edit by hand.
+func (p *Policy) marshal() ([]byte, error) {
+	out := Policy{Allow: p.Allow, Deny: p.Deny}
+	if out.Allow == nil {
+		out.Allow = []Rule{}
+	}
+	if out.Deny == nil {
+		out.Deny = []Rule{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// AppendRule adds r to the allow list of the policy file at path, creating
+// the file (0600) and its missing directories (0700); an existing file keeps
+// its mode. Concurrent runs serialize on a lock file (flock) beside it and
+// the file is replaced by an atomic rename, so neither a crash nor a second
+// run loses rules. An identical rule is not added twice.
+func AppendRule(path string, r Rule) error {
+	if path == "" {
+		return errors.New("policy: no policy file path")
+	}
+	if err := r.validate(); err != nil {
+		return fmt.Errorf("policy %s: rule %s: %v", path, r, err)
+	}
+	// Write through a symlink (dotfile managers) rather than replacing it.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	lock, err := filekind.OpenLock(filekind.Spec{What: "policy lock"}, path+".lock")
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := flockRetry(lock); err != nil {
+		return fmt.Errorf("policy %s: lock: %w", path, err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
+
+	mode := fs.FileMode(0o600)
+	data, err := filekind.ReadFile(policyInput, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		data = nil
+	case err != nil:
+		return err
+	default:
+		if st, err := os.Stat(path); err == nil {
+			mode = st.Mode().Perm()
+		}
+	}
+	// Refuse to rewrite a file we cannot parse: it would lose the user's rules.
+	p, err := ParsePolicy(data, path)
+	if err != nil {
+		return err
+	}
+	for _, have := range p.Allow {
+		if have.Tool == r.Tool && have.Command == r.Command && have.Path == r.Path {
+			return nil
+		}
+	}
+	p.Allow = append(p.Allow, r)
+	out, err := p.marshal()
+	if err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	if err := replaceFile(path, out, mode); err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	return nil
+}
+
+// replaceFile writes data to a temporary file beside path with mode and
+// renames it over path, so readers see the old or the new file, never half.
+func replaceFile(path string, data []byte, mode fs.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	tmp, err := os.CreateTemp(dir, "."+base+".tact-*.tmp") // created 0600
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// flockRetry takes an exclusive lock, retrying when a signal interrupts it.
+func flockRetry(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// strconvQuote quotes like %q; kept as a helper so Rule.String stays terse.
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

@@ -1,0 +1,49 @@
+// Package sandbox runs one command confined: tact re-executes itself as a
+// helper process that applies a Landlock ruleset to the command, reaps every
+// process the command leaves behind and reports its wait status. It also
+// tracks the process groups of running commands so an immediate exit can end
+// them. It knows nothing of tools: the caller says what to run in a Spec.
+package sandbox
+
+import (
+	"time"
+)
+
+// HelperArg is argv[1] of a process that tact started as its sandbox
+// helper (see ServeHelper). It is not a command users type.
+const HelperArg = "__sandbox-exec"
+
+// Spec is what tact tells the helper, as JSON on an inherited pipe
+// (fd 3), never through a shell or the environment.
+type Spec struct {
+	Prog      string        `json:"prog"` // absolute path of the program
+	Argv      []string      `json:"argv"`
+	Dir       string        `json:"dir"`
+	Env       []string      `json:"env"` // the command's whole environment
+	Landlock  bool          `json:"landlock"`
+	ABI       int           `json:"abi"`
+	Mode      Mode          `json:"mode"`
+	Workspace string        `json:"workspace"`
+	TmpDir    string        `json:"tmpdir,omitempty"`
+	NoNetwork bool          `json:"no_network"`
+	KillGrace time.Duration `json:"kill_grace"`
+	Parent    int           `json:"parent"` // tact's pid: the helper gives up if it is gone already
+}
+
+// Report is the helper's answer on a second pipe (fd 4), written once
+// just before it exits.
+type Report struct {
+	Started bool   `json:"started"`
+	Status  uint32 `json:"status"`          // the command's wait status
+	Error   string `json:"error,omitempty"` // why the command did not start
+	Code    int    `json:"code,omitempty"`  // exit code for Error: 126 or 127
+	ok      bool   // a report arrived at all
+}
+
+// maxHelperSpec bounds what the helper reads: argv and environment are far
+// smaller in practice (the kernel's own limit is a few MiB).
+const maxHelperSpec = 16 << 20
+
+// HelperSlack is how long tact waits, beyond the kill grace, for a helper it
+// told to stop before it kills the helper's process group itself.
+const HelperSlack = time.Second

@@ -57,7 +57,7 @@ ollama: $(OLLAMA)
 $(OLLAMA): | $(DEPS_STAMP)
 	GOBIN=$(OLLAMA_DIR) $(GO) install github.com/ollama/ollama@$(OLLAMA_VERSION)
 
-# PKGS and TESTFLAGS narrow a run: make test PKGS=./exec/... TESTFLAGS='-run Foo -v'
+# PKGS and TESTFLAGS narrow a run: make test PKGS=./tools/... TESTFLAGS='-run Foo -v'
 PKGS ?= ./...
 TESTFLAGS ?=
 

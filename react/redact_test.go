@@ -12,22 +12,11 @@ import (
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/redact/redacttest"
 	"github.com/tactcli/tact/tools"
 )
 
 const planted = "supersecretval"
-
-// leaked returns a part of secret of 4 or more bytes found in s.
-func leaked(s, secret string) string {
-	for n := len(secret); n >= 4; n-- {
-		for i := 0; i+n <= len(secret); i++ {
-			if strings.Contains(s, secret[i:i+n]) {
-				return secret[i : i+n]
-			}
-		}
-	}
-	return ""
-}
 
 // realHarness runs the real tools in a workspace, with a redactor that
 // knows MY_API_KEY=supersecretval, as the CLI does.
@@ -74,7 +63,7 @@ func TestPlanDataIsRawExitsAreRedacted(t *testing.T) {
 	}
 	out, _ := json.Marshal(res)
 	for name, text := range map[string]string{"trace": h.trace.String(), "result": string(out), "answer": res.FinalAnswer} {
-		if part := leaked(text, planted); part != "" {
+		if part := redacttest.LeakedPart(text, planted); part != "" {
 			t.Errorf("%s holds %q", name, part)
 		}
 		if !strings.Contains(text, redact.Redacted) {
@@ -124,7 +113,7 @@ func TestObservationCutKeepsSecretWhole(t *testing.T) {
 		}
 	}
 	for name, text := range map[string]string{"trace": h.trace.String(), "result": string(out), "prompt": prompts.String()} {
-		if part := leaked(text, planted); part != "" {
+		if part := redacttest.LeakedPart(text, planted); part != "" {
 			t.Errorf("%s holds %q", name, part)
 		}
 	}
@@ -145,12 +134,12 @@ func TestPromptsRedacted(t *testing.T) {
 	}
 	for _, req := range h.rec.reqs {
 		for _, m := range req.Messages {
-			if part := leaked(m.Content, planted); part != "" {
+			if part := redacttest.LeakedPart(m.Content, planted); part != "" {
 				t.Fatalf("%s request holds %q: %s", req.Kind, part, m.Content)
 			}
 		}
 	}
-	if part := leaked(h.trace.String(), planted); part != "" {
+	if part := redacttest.LeakedPart(h.trace.String(), planted); part != "" {
 		t.Fatalf("trace holds %q", part)
 	}
 }

@@ -78,6 +78,13 @@ type Executor struct {
 	// would crowd the window, and reports the entries it used in
 	// Result.Conversation (see conversation.go).
 	Conversation []ConversationEntry
+	// OnCheckpoint, when set, receives the run's state after every step,
+	// at the top of the loop, before the next action is chosen: the run
+	// history keeps the latest, so that a run cut by a crash, a signal,
+	// its timeout or a budget can go on (Resume). It runs on the run's
+	// goroutine; the next action waits for it, so a tool run that
+	// finished is stored before another starts.
+	OnCheckpoint func(runID string, cp Checkpoint)
 }
 
 // stepRecord is one executed tool run in the jq-visible run state. It holds
@@ -130,6 +137,9 @@ type run struct {
 	sameInRow       int
 	readsInRow      int
 	fatal           error // set when the run must end (reason in res)
+	// checkpointed is how many trace steps the last checkpoint held.
+	checkpointed int
+	resumed      bool // the run goes on from a checkpoint (Resume)
 }
 
 // Run executes plan (nil in free mode) for query. It never returns an error:
@@ -144,6 +154,31 @@ func (e *Executor) RunWithID(ctx context.Context, id, query string, plan *planne
 	r := e.newRun(ctx, query, plan)
 	r.id, r.res.RunID = id, id
 	r.main()
+	return r.finish()
+}
+
+// Resume goes on with a run from its checkpoint cp under the run id id (a
+// new one: the resumed run is a record of its own): the model's view, the
+// plan as revised, the counters and the tool runs so far are cp's, and
+// the loop continues where cp was taken, repeating no tool run that
+// finished. budget says whether the step budget is cp's or a fresh one.
+// The result holds cp's steps followed by the new ones; its token usage
+// and time are the resumed run's own. An error means cp cannot be resumed
+// (ErrCheckpoint); the run then never started.
+func (e *Executor) Resume(ctx context.Context, id string, cp *Checkpoint, budget Budget) (*Result, error) {
+	r := e.newRun(ctx, cp.Query, nil)
+	r.id, r.res.RunID = id, id
+	if err := r.restore(cp, budget); err != nil {
+		return nil, err
+	}
+	r.checkpointed = len(r.res.Trace.Steps)
+	r.resumed = true
+	r.main()
+	return r.finish(), nil
+}
+
+// finish ends a run: its totals and the termination event.
+func (r *run) finish() *Result {
 	r.res.ExecutionTimeMS = time.Since(r.start).Milliseconds()
 	r.res.Iterations = r.st.Attempts
 	r.syncPending()

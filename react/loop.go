@@ -31,21 +31,29 @@ func (r *run) main() {
 		}
 		r.stopQuery = true
 	}
-	r.emit(EventExecuteStart, map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun, "context": r.contextInfo()})
-	if f := r.convFold; f != nil {
+	start := map[string]any{"query": r.query, "no_plan": e.NoPlan, "allowed_tools": r.allowedList(), "dry_run": e.DryRun, "context": r.contextInfo()}
+	if r.resumed {
+		start["resumed_steps"] = len(r.res.Trace.Steps)
+		start["state"] = *r.st
+	}
+	r.emit(EventExecuteStart, start)
+	if f := r.convFold; f != nil && !r.resumed {
 		r.emit(EventCompaction, map[string]any{"scope": "conversation", "tokens_before": f.before, "tokens_after": f.after,
 			"entries_compacted": f.folded, "first_turn": f.first, "last_turn": f.last, "method": "extractive",
 			"context_size": r.win.size, "token_usage": llm.Usage{}})
 		r.progress("compacted earlier turns %d-%d (%d -> %d tokens)", f.first, f.last, f.before, f.after)
 	}
-	if r.plan != nil {
+	switch {
+	case r.resumed: // the checkpoint's state says what comes next
+	case r.plan != nil:
 		r.emitPlan(EventPlan, map[string]any{"token_usage": e.SpentUsage})
-	} else {
+	default:
 		r.forceModel = true
 		r.askReason = "Choose the first action."
 	}
 
 	for r.res.TerminationReason == "" {
+		r.saveCheckpoint()
 		r.turn++
 		if r.checkContext() {
 			return
@@ -64,6 +72,17 @@ func (r *run) main() {
 		}
 		r.iteration()
 	}
+}
+
+// saveCheckpoint hands the run's state to OnCheckpoint when a step was
+// recorded since the last checkpoint.
+func (r *run) saveCheckpoint() {
+	if r.e.OnCheckpoint == nil || len(r.res.Trace.Steps) == r.checkpointed {
+		return
+	}
+	r.checkpointed = len(r.res.Trace.Steps)
+	r.syncPending()
+	r.e.OnCheckpoint(r.id, r.checkpoint())
 }
 
 // checkContext ends the run on timeout or cancellation.

@@ -75,7 +75,7 @@ func (r *run) checkpoint() Checkpoint {
 		Version: CheckpointVersion, Query: r.e.Redact(r.query), State: *r.st, Usage: r.res.TokenUsage,
 		ElapsedMS: time.Since(r.start).Milliseconds(),
 		Turn:      r.turn, TraceTurn: append([]int(nil), r.traceTurn...), SummarizedTo: r.summarizedTo,
-		Steps: append([]StepTrace(nil), r.res.Trace.Steps...),
+		Steps:      append([]StepTrace(nil), r.res.Trace.Steps...),
 		ForceModel: r.forceModel, AskReason: r.e.Redact(r.askReason), ReplanDue: r.replanDue, ReplanWhy: r.replanWhy,
 		DivergenceSpent: r.divergenceSpent, LastOK: r.e.Redact(r.lastOK), LastOKStep: r.lastOKStep,
 		LastKey: r.e.Redact(r.lastKey), SameInRow: r.sameInRow, ReadsInRow: r.readsInRow,

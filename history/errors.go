@@ -63,5 +63,9 @@ func classify(path, doing string, err error) error {
 	if isCorrupt(err) {
 		return fmt.Errorf("%w: %s: %s: %v (move it aside to start a new history)", ErrCorrupt, path, doing, err)
 	}
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM:
+		return fmt.Errorf("run history %s: %s: %w (are the file and its directory writable?)", path, doing, err)
+	}
 	return fmt.Errorf("run history %s: %s: %w", path, doing, err)
 }

@@ -143,22 +143,33 @@ type beginer interface {
 }
 
 // beginImmediate starts a write transaction (BEGIN IMMEDIATE, from the
-// DSN). SQLite's busy handler waits up to the busy timeout for the write
-// lock; when it still answers SQLITE_BUSY (it does not wait in some WAL
-// cases, e.g. while another connection runs recovery) this retries with a
-// jittered backoff for up to another busy timeout.
+// DSN's _txlock), retrying as retryBusy does.
 func beginImmediate(ctx context.Context, b beginer, busy time.Duration) (*sql.Tx, error) {
+	var tx *sql.Tx
+	err := retryBusy(ctx, busy, func() (err error) {
+		tx, err = b.BeginTx(ctx, nil)
+		return err
+	})
+	return tx, err
+}
+
+// retryBusy runs begin, which takes the write lock. SQLite's busy handler
+// waits up to the busy timeout for the lock; when it still answers
+// SQLITE_BUSY (it does not wait in some WAL cases, e.g. while another
+// connection runs recovery) this retries with a jittered backoff for up to
+// another busy timeout.
+func retryBusy(ctx context.Context, busy time.Duration, begin func() error) error {
 	deadline := time.Now().Add(busy)
 	backoff := 2 * time.Millisecond
 	for {
-		tx, err := b.BeginTx(ctx, nil)
+		err := begin()
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			return tx, err
+			return err
 		}
 		wait := backoff/2 + rand.N(backoff)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(wait):
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)

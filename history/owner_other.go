@@ -2,9 +2,16 @@
 
 package history
 
-import "io/fs"
+import (
+	"io/fs"
+	"time"
+)
 
 const noFollow = 0
 
 // checkOwner has no owner to compare on this platform.
 func checkOwner(string, fs.FileInfo) error { return nil }
+
+// lockDir has no flock here: processes opening a new database at once rely
+// on SQLite's locking alone.
+func lockDir(string, time.Duration) (release func()) { return func() {} }

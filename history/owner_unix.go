@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
 
 const noFollow = syscall.O_NOFOLLOW
@@ -22,4 +23,33 @@ func checkOwner(path string, fi fs.FileInfo) error {
 		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d)", ErrUnsafePath, path, st.Uid, uid)
 	}
 	return nil
+}
+
+// lockDir takes an exclusive flock on dir, waiting up to wait, and returns
+// its release. Open holds it while it creates, converts to WAL and migrates
+// a database: a new database is in rollback-journal mode until then, where
+// SQLite answers some lock conflicts with SQLITE_BUSY without waiting, so
+// processes opening a new database at once take turns instead. (The
+// directory, not the database: closing any descriptor of the database file
+// would drop this process's SQLite locks on it.) When the lock cannot be
+// had, Open goes on without it.
+func lockDir(dir string, wait time.Duration) (release func()) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return func() {}
+	}
+	deadline := time.Now().Add(wait)
+	backoff := time.Millisecond
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() } // closing releases the flock
+		}
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR || time.Now().After(deadline) {
+			f.Close()
+			return func() {}
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 50*time.Millisecond)
+	}
 }

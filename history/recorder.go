@@ -269,17 +269,27 @@ steps = ?, duration_ns = ?, result = ?, dropped_events = ? WHERE seq = ?`
 	sqlAddBytes = `UPDATE runs SET bytes = bytes + ? WHERE seq = ?`
 )
 
-// exec runs query as a statement prepared once on the writer's connection.
-func (w *writeState) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	st, ok := w.stmts[query]
-	if !ok {
-		var err error
-		if st, err = w.conn.PrepareContext(ctx, query); err != nil {
-			return nil, err
-		}
-		w.stmts[query] = st
+// stmt is query prepared once on the writer's connection. The writer runs
+// BEGIN and COMMIT itself on that connection instead of using a sql.Tx,
+// whose Stmt re-prepares a connection's statements on every use.
+func (w *writeState) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := w.stmts[query]; ok {
+		return st, nil
 	}
-	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	st, err := w.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[query] = st
+	return st, nil
+}
+
+func (w *writeState) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
 }
 
 func (w *writeState) write(batch []op) error {
@@ -291,16 +301,25 @@ func (w *writeState) write(batch []op) error {
 		}
 		w.conn, w.stmts = conn, map[string]*sql.Stmt{}
 	}
-	tx, err := beginImmediate(ctx, w.conn, w.s.opts.BusyTimeout)
+	err := retryBusy(ctx, w.s.opts.BusyTimeout, func() error {
+		_, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	committed := false
+	defer func() {
+		if !committed {
+			// Not ctx: the rollback must run even when ctx was canceled.
+			w.conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
 	added := map[int64]int64{} // run seq -> bytes stored, for Prune's sizes
 	for _, o := range batch {
 		switch o.kind {
 		case opBegin:
-			if err := w.begin(ctx, tx, o, added); err != nil {
+			if err := w.begin(ctx, o, added); err != nil {
 				return err
 			}
 		case opStep:
@@ -309,7 +328,7 @@ func (w *writeState) write(batch []op) error {
 				continue
 			}
 			p := o.step
-			if _, err := w.exec(ctx, tx, sqlInsertStep, st.seq, p.Index, p.Thought, p.Tool, p.Args, p.Decision, p.Observation,
+			if _, err := w.exec(ctx, sqlInsertStep, st.seq, p.Index, p.Thought, p.Tool, p.Args, p.Decision, p.Observation,
 				p.ExitCode, unixNano(p.StartedAt), int64(p.Duration), p.Usage.Prompt, p.Usage.Completion, p.Usage.Cached); err != nil {
 				return fmt.Errorf("step %d of run %s: %w", p.Index, o.rec.id, err)
 			}
@@ -319,28 +338,32 @@ func (w *writeState) write(batch []op) error {
 			if !ok {
 				continue
 			}
-			if _, err := w.exec(ctx, tx, sqlInsertEvent, st.seq, o.line); err != nil {
+			if _, err := w.exec(ctx, sqlInsertEvent, st.seq, o.line); err != nil {
 				return fmt.Errorf("trace event of run %s: %w", o.rec.id, err)
 			}
 			added[st.seq] += int64(len(o.line))
 		case opEnd:
-			if err := w.end(ctx, tx, o, added); err != nil {
+			if err := w.end(ctx, o, added); err != nil {
 				return err
 			}
 		}
 	}
 	for seq, n := range added {
-		if _, err := w.exec(ctx, tx, sqlAddBytes, n, seq); err != nil {
+		if _, err := w.exec(ctx, sqlAddBytes, n, seq); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return err
+	}
+	committed = true
+	return nil
 }
 
 // errDuplicateRun is reported (not fatal) when Begin reuses a stored id.
 var errDuplicateRun = errors.New("a run with this id is already recorded; this run is not recorded")
 
-func (w *writeState) begin(ctx context.Context, tx *sql.Tx, o op, added map[int64]int64) error {
+func (w *writeState) begin(ctx context.Context, o op, added map[int64]int64) error {
 	r := o.run
 	if r.ID == "" {
 		w.s.warn(fmt.Errorf("run history %s: a run without an id is not recorded", w.s.path))
@@ -348,7 +371,7 @@ func (w *writeState) begin(ctx context.Context, tx *sql.Tx, o op, added map[int6
 	}
 	size := int64(len(r.ID) + len(r.ParentID) + len(r.ResumedFrom) + len(r.Command) + len(r.Workspace) + len(r.Query) +
 		len(r.Plan) + len(r.Backend) + len(r.Model) + len(r.Settings))
-	res, err := w.exec(ctx, tx, sqlInsertRun, r.ID, r.ParentID, r.ResumedFrom, r.Command, r.Workspace, r.Query, r.Plan,
+	res, err := w.exec(ctx, sqlInsertRun, r.ID, r.ParentID, r.ResumedFrom, r.Command, r.Workspace, r.Query, r.Plan,
 		r.Backend, r.Model, r.Settings, unixNano(r.StartedAt), size)
 	if err != nil {
 		return fmt.Errorf("begin run %s: %w", r.ID, err)
@@ -367,7 +390,7 @@ func (w *writeState) begin(ctx context.Context, tx *sql.Tx, o op, added map[int6
 	return nil
 }
 
-func (w *writeState) end(ctx context.Context, tx *sql.Tx, o op, added map[int64]int64) error {
+func (w *writeState) end(ctx context.Context, o op, added map[int64]int64) error {
 	st, ok := w.runs[o.rec]
 	if !ok {
 		return nil
@@ -377,7 +400,11 @@ func (w *writeState) end(ctx context.Context, tx *sql.Tx, o op, added map[int64]
 	if f.Steps == 0 || f.Usage == (Usage{}) {
 		var n int
 		var u Usage
-		if err := tx.QueryRowContext(ctx, sqlStepTotals, st.seq).Scan(&n, &u.Prompt, &u.Completion, &u.Cached); err != nil {
+		totals, err := w.stmt(ctx, sqlStepTotals)
+		if err != nil {
+			return fmt.Errorf("end run %s: %w", o.rec.id, err)
+		}
+		if err := totals.QueryRowContext(ctx, st.seq).Scan(&n, &u.Prompt, &u.Completion, &u.Cached); err != nil {
 			return fmt.Errorf("end run %s: %w", o.rec.id, err)
 		}
 		if f.Steps == 0 {
@@ -394,7 +421,7 @@ func (w *writeState) end(ctx context.Context, tx *sql.Tx, o op, added map[int64]
 	if reason == "" {
 		reason = "ended"
 	}
-	if _, err := w.exec(ctx, tx, sqlEndRun, unixNano(f.EndedAt), f.Answer, reason, f.ExitCode, f.Usage.Prompt, f.Usage.Completion,
+	if _, err := w.exec(ctx, sqlEndRun, unixNano(f.EndedAt), f.Answer, reason, f.ExitCode, f.Usage.Prompt, f.Usage.Completion,
 		f.Usage.Cached, f.Steps, int64(f.Duration), f.Result, o.dropped, st.seq); err != nil {
 		return fmt.Errorf("end run %s: %w", o.rec.id, err)
 	}

@@ -119,6 +119,8 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := prepareDir(filepath.Dir(abs)); err != nil {
 		return nil, err
 	}
+	release := lockDir(filepath.Dir(abs), 2*opts.BusyTimeout)
+	defer release()
 	if err := prepareFile(abs); err != nil {
 		return nil, err
 	}

@@ -52,11 +52,17 @@ func badInputf(format string, a ...any) error {
 }
 
 // contextError types the end of ctx: a timeout or a cancellation.
-func contextError(ctx context.Context) error {
+func contextError(ctx context.Context) error { return ContextError(ctx, "cancelled") }
+
+// ContextError is the typed error of work that ctx ended: ErrTimeout
+// ("timeout reached") for its deadline, else ErrCancelled saying
+// cancelled, with the exit code the cancellation's cause asked for (143
+// for SIGTERM).
+func ContextError(ctx context.Context, cancelled string) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &Error{Kind: ErrTimeout, Err: errors.New("timeout reached")}
 	}
-	e := &Error{Kind: ErrCancelled, Err: errors.New("cancelled")}
+	e := &Error{Kind: ErrCancelled, Err: errors.New(cancelled)}
 	var coder react.ExitCoder
 	if errors.As(context.Cause(ctx), &coder) {
 		e.code = coder.ExitCode()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -86,7 +85,7 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 	// Every run is unattended: no prompter, whatever the terminal.
 	rt, err := o.Runtime(ctx, agent.Options{Mode: "batch"})
 	if err != nil {
-		return engineExit(err)
+		return err
 	}
 
 	start := time.Now()
@@ -115,26 +114,12 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 		return badInputf("%v", err)
 	}
 	if ctx.Err() != nil {
-		return contextExit(ctx)
+		return agent.ContextError(ctx, "interrupted; the results of the queries that ran are on stdout")
 	}
 	if counts.Failed > 0 {
 		return &exitError{Code: exitBatchFailed, Err: errSilent}
 	}
 	return nil
-}
-
-// contextExit is the exit of a batch that ctx ended: 130 or 143 for a
-// signal, 7 for --timeout.
-func contextExit(ctx context.Context) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &exitError{Code: react.ReasonTimeout.ExitCode(), Err: errors.New("timeout reached")}
-	}
-	code := react.ReasonCancelled.ExitCode()
-	var coder react.ExitCoder
-	if errors.As(context.Cause(ctx), &coder) {
-		code = coder.ExitCode()
-	}
-	return &exitError{Code: code, Err: errors.New("interrupted; the results of the queries that ran are on stdout")}
 }
 
 // batchLine is one result line: the run --json object plus id, line and

@@ -102,7 +102,7 @@ func openChatRuntime(ctx context.Context, o *chatOptions, opts agent.Options) (*
 	opts.Mode = "chat"
 	rt, err := o.Runtime(ctx, opts)
 	if err != nil {
-		return nil, engineExit(err)
+		return nil, err
 	}
 	if !rt.HasModel() {
 		return nil, badInputf("tact chat needs a model: %s; or give --model PATH (or TACT_MODEL), --script FILE or --base-url URL", agent.NoModelHint())
@@ -392,7 +392,7 @@ func (c *chatSession) lineTurn(ctx context.Context, query string) error {
 	res, err := c.run(ctx, query)
 	if err != nil {
 		if ctx.Err() != nil {
-			return engineExit(err)
+			return err
 		}
 		// A turn that could not start (its plan failed, the window is too
 		// small) ends only that turn.

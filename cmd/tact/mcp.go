@@ -95,7 +95,7 @@ func mcpListRun(ctx context.Context, o *mcpListOptions) error {
 	// states), the listing starts them itself below.
 	rt, err := o.Runtime(ctx, agent.Options{Mode: "mcp", MCPServers: []string{}})
 	if err != nil {
-		return engineExit(err)
+		return err
 	}
 	cfg, err := loadMCPConfig(o.S)
 	if err != nil {

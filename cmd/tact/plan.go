@@ -53,11 +53,11 @@ func planRun(ctx context.Context, o *planOptions) error {
 	defer prog.done()
 	rt, err := o.Runtime(ctx, agent.Options{Mode: "plan", Events: react.ProgressSink(prog.update)})
 	if err != nil {
-		return engineExit(err)
+		return err
 	}
 	plan, usage, err := rt.Plan(ctx, agent.Job{Query: query})
 	if err != nil {
-		return engineExit(err)
+		return err
 	}
 	var buf bytes.Buffer
 	if o.S.JSON {

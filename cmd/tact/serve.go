@@ -77,7 +77,7 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 	// Every run is unattended; the token is a secret wherever it would show.
 	rt, err := o.Runtime(ctx, agent.Options{Mode: "serve", Secrets: []string{token}})
 	if err != nil {
-		return engineExit(err)
+		return err
 	}
 	// One JSON line per request on stderr (redacted like all of it);
 	// --quiet keeps only errors.

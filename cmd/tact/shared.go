@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,14 +55,14 @@ func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime run
 	}
 	rt, err := runtime(ctx, agent.Options{Mode: mode, Prompter: prompter, Events: events, MCPServers: mcpOnly})
 	if err != nil {
-		return engineExit(err)
+		return err
 	}
 	if s.DryRun && !s.Quiet {
 		job.Events = newDryRunSink(say)
 	}
 	res, err := rt.Run(ctx, job)
 	if err != nil {
-		return engineExit(err)
+		return err
 	}
 	if rend != nil {
 		rend.Idle()
@@ -84,16 +83,6 @@ func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime run
 		return &exitError{Code: res.ExitCode(), Err: errSilent}
 	}
 	return nil
-}
-
-// engineExit maps an engine error to its documented exit code (an error
-// that already carries one, such as --pull's, keeps it).
-func engineExit(err error) error {
-	var ee *exitError
-	if err == nil || errors.As(err, &ee) {
-		return err
-	}
-	return &exitError{Code: agent.ExitCode(err), Err: err}
 }
 
 // printResult prints the final answer, or with --json the whole result;

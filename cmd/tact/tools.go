@@ -60,7 +60,7 @@ func toolsRun(ctx context.Context, o *toolsOptions) error {
 	// The registry, MCP servers and redactor a run would have.
 	rt, err := o.Runtime(ctx, agent.Options{Mode: "tools"})
 	if err != nil {
-		return engineExit(err)
+		return err
 	}
 	reg, red := rt.Registry, rt.Redactor
 	serverOf := func(t tools.Tool) string {

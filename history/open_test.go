@@ -158,6 +158,20 @@ func TestOpenCorruptFile(t *testing.T) {
 	}
 }
 
+// TestFTS5Available: the driver has FTS5 compiled in (the search index
+// and Filter.Query depend on it).
+func TestFTS5Available(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	var n int
+	mustDo(t, s.db.QueryRowContext(ctx, "SELECT count(*) FROM pragma_compile_options WHERE compile_options = 'ENABLE_FTS5'").Scan(&n))
+	if n != 1 {
+		t.Error("SQLite is built without ENABLE_FTS5")
+	}
+	var hit int
+	mustDo(t, s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM run_fts WHERE run_fts MATCH '"x"')`).Scan(&hit))
+}
+
 // TestDamagedPages: a database whose header is fine but whose pages are
 // not reads as ErrCorrupt, from Open or from the first query that meets
 // the damage.

@@ -175,12 +175,18 @@ func (s *Store) warn(err error) {
 	}
 }
 
-// fail stops writing and reports err, the first time only.
+// fail stops writing and reports err, the first time only: through Warn,
+// or once Close has begun, as Close's error.
 func (s *Store) fail(err error) {
 	err = fmt.Errorf("%w; no more runs are recorded by this process", classify(s.path, "write", err))
-	if s.fatal.CompareAndSwap(nil, &err) {
-		s.warn(err)
+	if !s.fatal.CompareAndSwap(nil, &err) {
+		return
 	}
+	if s.closed.Load() {
+		s.closingErr = err
+		return
+	}
+	s.warn(err)
 }
 
 // writer is the one goroutine that writes: one connection, one write

@@ -375,3 +375,27 @@ func TestManyProcessesAtOnce(t *testing.T) {
 		t.Errorf("%d runs, %d complete, %d steps; want 800, 800, 1600", len(runs), complete, steps)
 	}
 }
+
+// TestCloseIsBounded: Close gives up on a writer held up by another
+// process's lock after FlushTimeout, reports the loss, and warns nothing.
+func TestCloseIsBounded(t *testing.T) {
+	w := newWarnings()
+	path := filepath.Join(privateDir(t), "runs.db")
+	s, err := Open(path, Options{Warn: w.warn, BusyTimeout: time.Hour, FlushTimeout: 50 * time.Millisecond})
+	mustDo(t, err)
+	blocker := rawDB(t, path)
+	defer blocker.Close()
+	tx, err := blocker.Begin() // BEGIN IMMEDIATE: holds the write lock
+	mustDo(t, err)
+	defer tx.Rollback()
+
+	rec := s.Begin(Run{ID: "stuck"})
+	rec.Step(Step{})
+	err = s.Close()
+	if err == nil || !strings.Contains(err.Error(), "flush did not finish") {
+		t.Errorf("Close: %v; want a flush timeout", err)
+	}
+	if errs := w.list(); len(errs) != 0 {
+		t.Errorf("warnings after Close: %v", errs)
+	}
+}

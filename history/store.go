@@ -81,11 +81,12 @@ type Store struct {
 	writeCtx   context.Context
 	cancelW    context.CancelFunc
 
-	closed   atomic.Bool
-	closeMu  sync.Mutex
-	fatal    atomic.Pointer[error] // the error that stopped writing
-	warnOnce sync.Once
-	drops    dropCounters
+	closed     atomic.Bool
+	closeMu    sync.Mutex
+	closingErr error                 // set by the writer before it exits, read by Close after
+	fatal      atomic.Pointer[error] // the error that stopped writing
+	warnOnce   sync.Once
+	drops      dropCounters
 }
 
 // DefaultPath is $XDG_STATE_HOME/tact/runs.db, else
@@ -206,10 +207,16 @@ func (s *Store) Close() error {
 	defer timer.Stop()
 	select {
 	case <-s.writerDone:
+		flushErr = s.closingErr
 	case <-timer.C:
 		lost := len(s.ops)
 		s.cancelW() // interrupts the statement in progress
-		<-s.writerDone
+		select {
+		case <-s.writerDone:
+		case <-time.After(s.opts.FlushTimeout):
+			// Still stuck (in a system call?): close regardless; the
+			// writer's next statement fails on the closed database.
+		}
 		flushErr = fmt.Errorf("run history %s: flush did not finish in %s; about %d queued records lost", s.path, s.opts.FlushTimeout, lost)
 	}
 	s.cancelW()

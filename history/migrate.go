@@ -96,6 +96,10 @@ INSERT INTO run_fts (rowid, query, answer) SELECT seq << 20, query, answer FROM 
 INSERT INTO run_fts (rowid, thought, observation)
 	SELECT (run << 20) + idx + 1, thought, observation FROM steps WHERE idx BETWEEN 0 AND 1048574;
 `,
+	// 3: the latest checkpoint of a run (the executor's state after its
+	// last finished step, JSON), for resuming it; emptied when the run
+	// succeeds.
+	`ALTER TABLE runs ADD COLUMN checkpoint TEXT NOT NULL DEFAULT '';`,
 }
 
 func userVersion(ctx context.Context, q interface {

@@ -142,6 +142,23 @@ func (s *Store) Get(ctx context.Context, idOrPrefix string) (Record, error) {
 	return s.one(ctx, "run "+idOrPrefix, "SELECT "+recordColumns+" FROM runs WHERE id > ? AND id < ?", idOrPrefix, idOrPrefix+"\xff")
 }
 
+// Checkpoint returns the latest checkpoint of the run whose id is runID
+// ("" when it has none: it succeeded, or no step finished).
+func (s *Store) Checkpoint(ctx context.Context, runID string) (string, error) {
+	if s == nil {
+		return "", ErrClosed
+	}
+	var cp string
+	err := s.db.QueryRowContext(ctx, "SELECT checkpoint FROM runs WHERE id = ?", runID).Scan(&cp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("%w: run %s", ErrNotFound, runID)
+	}
+	if err != nil {
+		return "", classify(s.path, "read the checkpoint of run "+runID, err)
+	}
+	return cp, nil
+}
+
 // Last returns the newest run in workspace (for --continue).
 func (s *Store) Last(ctx context.Context, workspace string) (Record, error) {
 	if s == nil {

@@ -37,6 +37,7 @@ const (
 	opEvent
 	opEnd
 	opFlush
+	opCheckpoint
 )
 
 type op struct {
@@ -99,6 +100,18 @@ func (r *Recorder) Event(line string) {
 	if !r.s.enqueue(op{kind: opEvent, rec: r, line: line}, cap(r.s.ops)*3/4) {
 		r.s.drops.events.Add(1)
 		r.droppedEvents.Add(1)
+	}
+}
+
+// Checkpoint records the run's latest checkpoint (opaque JSON), replacing
+// the one before; Store.Flush waits for it to be committed.
+func (r *Recorder) Checkpoint(data string) {
+	if r == nil {
+		return
+	}
+	c := cap(r.s.ops)
+	if !r.s.enqueue(op{kind: opCheckpoint, rec: r, line: data}, c-c/16) {
+		r.s.drops.steps.Add(1)
 	}
 }
 
@@ -271,8 +284,10 @@ ON CONFLICT (run, idx) DO NOTHING`
 	sqlInsertEvent = `INSERT INTO events (run, line) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM runs WHERE seq = ?1)`
 	sqlStepTotals  = `SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(cached_tokens), 0) FROM steps WHERE run = ?`
 	sqlEndRun      = `UPDATE runs SET ended_at = ?, answer = ?, reason = ?, exit_code = ?, prompt_tokens = ?, completion_tokens = ?, cached_tokens = ?,
-steps = ?, duration_ns = ?, result = ?, dropped_events = ? WHERE seq = ?`
-	sqlAddBytes = `UPDATE runs SET bytes = bytes + ? WHERE seq = ?`
+steps = ?, duration_ns = ?, result = ?, dropped_events = ?,
+checkpoint = CASE WHEN ? = 0 THEN '' ELSE checkpoint END WHERE seq = ?`
+	sqlAddBytes   = `UPDATE runs SET bytes = bytes + ? WHERE seq = ?`
+	sqlCheckpoint = `UPDATE runs SET checkpoint = ? WHERE seq = ?`
 )
 
 // stmt is query prepared once on the writer's connection. The writer runs
@@ -348,6 +363,14 @@ func (w *writeState) write(batch []op) error {
 				return fmt.Errorf("trace event of run %s: %w", o.rec.id, err)
 			}
 			added[st.seq] += int64(len(o.line))
+		case opCheckpoint:
+			st, ok := w.runs[o.rec]
+			if !ok {
+				continue
+			}
+			if _, err := w.exec(ctx, sqlCheckpoint, o.line, st.seq); err != nil {
+				return fmt.Errorf("checkpoint of run %s: %w", o.rec.id, err)
+			}
 		case opEnd:
 			if err := w.end(ctx, o, added); err != nil {
 				return err
@@ -428,7 +451,7 @@ func (w *writeState) end(ctx context.Context, o op, added map[int64]int64) error
 		reason = "ended"
 	}
 	if _, err := w.exec(ctx, sqlEndRun, unixNano(f.EndedAt), f.Answer, reason, f.ExitCode, f.Usage.Prompt, f.Usage.Completion,
-		f.Usage.Cached, f.Steps, int64(f.Duration), f.Result, o.dropped, st.seq); err != nil {
+		f.Usage.Cached, f.Steps, int64(f.Duration), f.Result, o.dropped, f.ExitCode, st.seq); err != nil {
 		return fmt.Errorf("end run %s: %w", o.rec.id, err)
 	}
 	added[st.seq] += int64(len(f.Answer) + len(f.Reason) + len(f.Result))

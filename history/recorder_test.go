@@ -399,3 +399,34 @@ func TestCloseIsBounded(t *testing.T) {
 		t.Errorf("warnings after Close: %v", errs)
 	}
 }
+
+// The latest checkpoint is kept while a run may be resumed, and dropped
+// when it succeeds.
+func TestCheckpointKeptUntilSuccess(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		id   string
+		exit int
+		want string
+	}{{"ok", 0, ""}, {"timed-out", 7, "second"}, {"killed", -1, "second"}} {
+		rec := s.Begin(Run{ID: tc.id})
+		rec.Step(Step{Index: 0, Tool: "read_file"})
+		rec.Checkpoint("first")
+		rec.Checkpoint("second")
+		flush(t, s)
+		if cp, err := s.Checkpoint(ctx, tc.id); err != nil || cp != "second" {
+			t.Fatalf("%s before End: %q, %v", tc.id, cp, err)
+		}
+		if tc.exit >= 0 {
+			rec.End(Final{Reason: "x", ExitCode: tc.exit})
+			flush(t, s)
+		}
+		if cp, err := s.Checkpoint(ctx, tc.id); err != nil || cp != tc.want {
+			t.Errorf("%s: checkpoint %q (%v), want %q", tc.id, cp, err, tc.want)
+		}
+	}
+	if _, err := s.Checkpoint(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown run: %v", err)
+	}
+}

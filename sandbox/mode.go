@@ -13,7 +13,7 @@ type Mode string
 const (
 	// WorkspaceWrite lets commands write only inside the workspace
 	// and a private temporary directory; they read and execute anywhere.
-	// The zero value of Env.Sandbox means this mode.
+	// The zero value of tools.Env.Sandbox means this mode.
 	WorkspaceWrite Mode = "workspace-write"
 	// ReadOnly lets commands write nowhere but /dev/null, /dev/zero
 	// and /dev/full.

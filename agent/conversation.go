@@ -20,6 +20,7 @@ type Conversation struct {
 	id      string
 	turns   int // turns recorded
 	entries []react.ConversationEntry
+	last    string // run id of the latest turn ("": none)
 }
 
 // NewConversation starts an empty conversation with a fresh id.
@@ -45,7 +46,7 @@ func (c *Conversation) Turns() int {
 func (c *Conversation) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.id, c.turns, c.entries = react.NewRunID(), 0, nil
+	c.id, c.turns, c.entries, c.last = react.NewRunID(), 0, nil, ""
 }
 
 // Texts are the earlier turns as the next turn's model will see them
@@ -95,6 +96,38 @@ func (c *Conversation) record(n int, id, query string, res *react.Result, redact
 	}
 	c.entries = append(append([]react.ConversationEntry(nil), res.Conversation...), e)
 	c.turns = n
+	if res != nil {
+		c.last = res.RunID
+	}
+}
+
+// lastRun is the run id of the latest turn, the parent of the next one in
+// the run history.
+func (c *Conversation) lastRun() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// Turn is an earlier turn of a conversation as the run history keeps it:
+// its run id, query and result (the --json document).
+type Turn struct {
+	RunID  string
+	Query  string
+	Result *react.Result
+}
+
+// ResumeConversation is a conversation whose earlier turns are turns,
+// oldest first (tact chat --resume, tact run --continue): the next turn
+// sees them as a chat turn would.
+func ResumeConversation(turns []Turn) *Conversation {
+	c := NewConversation()
+	for i, t := range turns {
+		c.entries = append(c.entries, react.TurnEntry(i+1, t.Query, t.Result, nil))
+		c.last = t.RunID
+	}
+	c.turns = len(turns)
+	return c
 }
 
 // texts of entries, for the planner.

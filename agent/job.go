@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,22 @@ type Job struct {
 	// turns, stays the same from turn to turn, and the finished run is
 	// recorded as the next turn. Run only.
 	Conversation *Conversation
+	// ParentID names the run this one follows up (tact run --continue) in
+	// the run history; a conversation's turns name the turn before.
+	ParentID string
+	// Resume, when set, goes on with an earlier run instead of starting
+	// one (tact run --resume). Run only.
+	Resume *Resume
+}
+
+// Resume is an earlier run to go on with (see Job.Resume).
+type Resume struct {
+	From string // the earlier run's id, recorded as resumed_from
+	// Checkpoint is the earlier run's latest (react.Checkpoint, JSON); the
+	// run goes on from there. Empty: no step finished, so the run starts
+	// again with the job's query and plan.
+	Checkpoint []byte
+	Budget     react.Budget
 }
 
 // Plan makes a plan for job.Query and returns it with the planning call's
@@ -71,13 +88,19 @@ func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage
 // failure) and is typed (KindOf).
 func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err error) {
 	l := rt.newLife(job)
+	l.rec = rt.newRecord(l, job)
+	l.sink = react.Sinks{l.sink, l.rec}
 	var planUsage llm.Usage
+	query := job.Query
 	defer func() {
 		if err != nil {
 			l.finish(err, planUsage)
 		}
+		l.rec.end(query, res, err)
 	}()
-	query := job.Query
+	if job.Resume != nil && len(job.Resume.Checkpoint) > 0 {
+		return rt.resume(ctx, l, job)
+	}
 	var plan *planner.Plan
 	if job.PlanData != nil {
 		plan, err = planner.Parse(bytes.NewReader(job.PlanData), job.PlanName, rt.Registry)
@@ -129,9 +152,34 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 	if err := ex.CheckContext(query, plan); err != nil {
 		return nil, rt.contextTooSmall(err)
 	}
+	if plan != nil {
+		l.rec.begin(query, plan.Rows())
+	}
 	res = ex.RunWithID(ctx, l.id, query, plan)
 	if job.Conversation != nil {
 		job.Conversation.record(l.turn, l.convID, query, res, rt.Redactor.Redact)
+	}
+	return res, nil
+}
+
+// resume goes on with the run job.Resume names from its checkpoint.
+func (rt *Runtime) resume(ctx context.Context, l *life, job Job) (*react.Result, error) {
+	var cp react.Checkpoint
+	if err := json.Unmarshal(job.Resume.Checkpoint, &cp); err != nil {
+		l.start(job.Query)
+		return nil, badInputf("run %s: its checkpoint does not read: %v", job.Resume.From, err)
+	}
+	l.start(cp.Query)
+	if rt.noModel != nil && (len(cp.Plan) == 0 || cp.State.PendingPlanStep == 0) {
+		return nil, rt.needModel("resuming run "+job.Resume.From, "; its next action comes from the model")
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	ex := rt.executor(l, nil, llm.Usage{})
+	l.rec.begin(cp.Query, cp.Plan)
+	res, err := ex.Resume(ctx, l.id, &cp, job.Resume.Budget)
+	if err != nil {
+		return nil, badInputf("run %s: %v", job.Resume.From, err)
 	}
 	return res, nil
 }
@@ -157,6 +205,9 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 	}
 	if rt.noModel == nil {
 		ex.Planner = l.planner()
+	}
+	if l.rec != nil {
+		ex.OnCheckpoint = func(_ string, cp react.Checkpoint) { l.rec.checkpoint(cp) }
 	}
 	return ex
 }
@@ -263,6 +314,7 @@ type life struct {
 	convID  string
 	turn    int
 	earlier []react.ConversationEntry
+	rec     *runRecord // the job's record in the run history (nil: none)
 }
 
 func (rt *Runtime) newLife(job Job) *life {

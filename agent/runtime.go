@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/history"
 	"github.com/tactcli/tact/internal/buildinfo"
 	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/outfile"
@@ -50,6 +51,9 @@ type Options struct {
 	// Backends opens llama and openai (cmd/tact: backends.All); nil: only
 	// the script and none backends.
 	Backends Backends
+	// History keeps every job this runtime runs in the run history
+	// (docs/history.md), unless the settings turn it off (--no-history).
+	History bool
 }
 
 // Runtime is everything jobs share: opened once, safe for concurrent jobs.
@@ -70,6 +74,7 @@ type Runtime struct {
 	noModel   *noModel // nil: jobs can call a model
 	mcp       *mcp.Manager
 	closers   []io.Closer
+	hist      *history.Store // nil: runs are not recorded
 }
 
 // Open checks the settings, opens the trace file, the workspace, the
@@ -176,6 +181,7 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 		Tools: plannerTools, Thought: schema.ThoughtOptions{Required: s.RequireThought, MinLength: s.MinThoughtLength},
 		Sampling: Sampling(s), MaxTokens: planMaxTokens(s), MaxSteps: MaxPlanSteps, Info: rt.Info,
 		ContextSize: s.CtxSize, MinReplyTokens: s.MaxTokens}
+	rt.openHistory(s)
 	return rt, nil
 }
 
@@ -222,6 +228,11 @@ func (rt *Runtime) Close() error {
 	if rt.traceFile != nil {
 		errs = append(errs, rt.traceFile.Close())
 		rt.traceFile = nil
+	}
+	if rt.hist != nil {
+		// Its errors were the store's one warning: they never fail a run.
+		_ = rt.hist.Close()
+		rt.hist = nil
 	}
 	return errors.Join(errs...)
 }

@@ -44,6 +44,11 @@ type Settings struct {
 	// a stalled stream is cut off) and, in tact serve, each HTTP request.
 	RequestTimeout time.Duration `envconfig:"TACT_REQUEST_TIMEOUT" flag:"request-timeout" default:"5m" desc:"bound one request to a model server (openai backend) and, in tact serve, each HTTP request (0: none)"`
 
+	// The run history (docs/history.md).
+	History        bool          `envconfig:"TACT_HISTORY" flag:"no-history" default:"true" desc:"keep every run in the run history, $XDG_STATE_HOME/tact/runs.db (false, or the flag --no-history: keep none)"`
+	HistoryMaxAge  time.Duration `envconfig:"TACT_HISTORY_MAX_AGE" flag:"history-max-age" default:"2160h" desc:"runs older than this leave the run history, checked at most once a day (0: kept whatever their age)"`
+	HistoryMaxSize ByteSize      `envconfig:"TACT_HISTORY_MAX_SIZE" flag:"history-max-size" default:"256MiB" desc:"the run history is kept under this size, oldest runs leaving first, checked at most once a day (0: no cap)"`
+
 	// Executor.
 	AllowTools           []string `envconfig:"TACT_ALLOW_TOOLS" flag:"allow-tools" split:"comma" desc:"comma-separated tools the run may use (default: the tools the plan names)"`
 	NoPlan               bool     `envconfig:"TACT_NO_PLAN" flag:"no-plan" desc:"free ReAct: no planner, the model picks every action"`
@@ -422,6 +427,12 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		return duration(s.ToolTimeout)
 	case "RequestTimeout":
 		return duration(s.RequestTimeout)
+	case "HistoryMaxAge":
+		return duration(s.HistoryMaxAge)
+	case "HistoryMaxSize":
+		if s.HistoryMaxSize < 0 {
+			return "must not be negative", s.HistoryMaxSize.String()
+		}
 	case "APIKeyEnv":
 		if s.APIKeyEnv != "" && !envName.MatchString(s.APIKeyEnv) {
 			return "not an environment variable name", s.APIKeyEnv

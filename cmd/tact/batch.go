@@ -57,6 +57,7 @@ func newBatchCmd(f *factory, runF func(context.Context, *batchOptions) error) *c
 	addPlannerFlags(fl, s, "tools the runs may use, comma-separated (default: each plan's tools)")
 	addModelFlags(fl, s)
 	addExecutorFlags(fl, s)
+	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
 	fl.IntVar(&s.Parallel, "parallel", s.Parallel, "queries run at once, each in its own sequence of the model's context (1 to 64)")
 	fl.BoolVar(&o.Ordered, "ordered", false, "write the results in input order instead of as they finish")
@@ -83,7 +84,7 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 	prog := newProgress(o.IO, s.Quiet)
 	defer prog.done()
 	// Every run is unattended: no prompter, whatever the terminal.
-	rt, err := o.Runtime(ctx, agent.Options{Mode: "batch"})
+	rt, err := o.Runtime(ctx, agent.Options{Mode: "batch", History: true})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ type chatOptions struct {
 	IO      *iostreams
 	S       *config.Settings
 	Runtime runtimeFunc
+	Resume  string // --resume RUN: reopen that run's conversation
+	// earlier is the reopened conversation (nil: a new one).
+	earlier *agent.Conversation
 }
 
 // newChatCmd makes tact chat; runF (nil: chatRun) runs it, for tests.
@@ -58,13 +61,22 @@ func newChatCmd(f *factory, runF func(context.Context, *chatOptions) error) *cob
 	addPlannerFlags(fl, s, "tools the turns may use, comma-separated (default: every tool)")
 	addModelFlags(fl, s)
 	addExecutorFlags(fl, s)
+	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
+	fl.StringVar(&o.Resume, "resume", "", "reopen the conversation of `RUN` (an id, a unique prefix, or last): the next turns follow it")
 	return cmd
 }
 
 // chatRun is interactive when standard input and stderr are terminals,
 // else it reads one query a line.
 func chatRun(ctx context.Context, o *chatOptions) error {
+	if o.Resume != "" {
+		turns, err := earlierTurns(ctx, o.Resume, o.S.Workspace)
+		if err != nil {
+			return err
+		}
+		o.earlier = agent.ResumeConversation(turns)
+	}
 	if stdinIsTerminal(o.IO) && o.IO.StderrTTY {
 		return chatTerminal(ctx, o, o.IO.In.(*os.File))
 	}
@@ -90,7 +102,11 @@ type chatSession struct {
 // newChatSession starts a conversation on rt; say writes a line on stderr
 // (the dry-run listing's).
 func newChatSession(o *chatOptions, rt *agent.Runtime, say func(line string)) *chatSession {
-	c := &chatSession{io: o.IO, s: o.S, rt: rt, conv: agent.NewConversation(), noPlan: o.S.NoPlan}
+	conv := o.earlier
+	if conv == nil {
+		conv = agent.NewConversation()
+	}
+	c := &chatSession{io: o.IO, s: o.S, rt: rt, conv: conv, noPlan: o.S.NoPlan}
 	if o.S.DryRun && !o.S.Quiet {
 		c.dryRun = newDryRunSink(say)
 	}
@@ -99,7 +115,7 @@ func newChatSession(o *chatOptions, rt *agent.Runtime, say func(line string)) *c
 
 // openChatRuntime opens the runtime; a chat needs a model for every turn.
 func openChatRuntime(ctx context.Context, o *chatOptions, opts agent.Options) (*agent.Runtime, error) {
-	opts.Mode = "chat"
+	opts.Mode, opts.History = "chat", true
 	rt, err := o.Runtime(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ type execOptions struct {
 	S       *config.Settings
 	Runtime runtimeFunc
 	Args    []string // the plan file, or none or "-" for standard input
+	History historyFlags
 }
 
 // newExecCmd makes tact exec; runF (nil: execRun) runs it, for tests.
@@ -26,6 +27,7 @@ func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cob
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
+			o.History.Changed = c.Flags().Changed
 			if runF != nil {
 				return runF(c.Context(), o)
 			}
@@ -40,11 +42,23 @@ func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cob
 	addModelFlags(fl, s)
 	addQueryFlag(fl, s)
 	addExecutorFlags(fl, s)
+	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
+	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step; no PLAN")
 	return cmd
 }
 
 func execRun(ctx context.Context, o *execOptions) error {
+	if o.History.Resume != "" {
+		if len(o.Args) > 0 {
+			return badInputf("--resume goes on with the run's own plan: give no PLAN")
+		}
+		job, err := resumeJob(ctx, o.S, &o.History)
+		if err != nil {
+			return err
+		}
+		return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job, nil)
+	}
 	name, data, err := readPlanInput(o.IO, o.Args)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strconv"
+
 	"github.com/spf13/pflag"
 	"github.com/tactcli/tact/config"
 )
@@ -97,6 +99,36 @@ func addExecutorFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.Float32Var(&s.CompactAt, "compact-at", s.CompactAt, "summarize older steps when a prompt would fill this share of the context window")
 	f.IntVar(&s.KeepSteps, "keep-steps", s.KeepSteps, "latest steps a compaction keeps whole")
 }
+
+// addHistoryFlags: whether the run is kept in the run history and how
+// long the history keeps runs (docs/history.md).
+func addHistoryFlags(f *pflag.FlagSet, s *config.Settings) {
+	f.Var(invertedBool{&s.History}, "no-history", "keep no record of this run in the run history ($XDG_STATE_HOME/tact/runs.db)")
+	f.Lookup("no-history").NoOptDefVal = "true"
+	f.DurationVar(&s.HistoryMaxAge, "history-max-age", s.HistoryMaxAge, "runs older than this leave the run history, checked at most once a day (0: kept)")
+	f.Var(&s.HistoryMaxSize, "history-max-size", "keep the run history under this size, oldest runs leaving first (256MiB, 1GiB; 0: no cap)")
+}
+
+// invertedBool is a --no-X flag of a setting X that is on by default.
+type invertedBool struct{ b *bool }
+
+func (v invertedBool) String() string {
+	if v.b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(!*v.b)
+}
+
+func (v invertedBool) Set(s string) error {
+	on, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*v.b = !on
+	return nil
+}
+
+func (v invertedBool) Type() string { return "bool" }
 
 // addSafetyFlags: what tools may do, who approves it, and what leaves the
 // process redacted.

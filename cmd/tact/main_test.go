@@ -41,6 +41,12 @@ type lockedTests struct{ m *testing.M }
 func (l lockedTests) Run() int {
 	release := testlock.Hold()
 	defer release()
+	// The runs the tests start are recorded in a run history of their
+	// own, never the user's.
+	if state, err := os.MkdirTemp("", "tact-test-state-"); err == nil {
+		os.Setenv("XDG_STATE_HOME", state)
+		defer os.RemoveAll(state)
+	}
 	return l.m.Run()
 }
 
@@ -64,6 +70,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
 			env.Setenv("XDG_DATA_HOME", env.WorkDir+"/.local/share")
 			env.Setenv("XDG_CACHE_HOME", env.WorkDir+"/.cache")
+			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/.local/state")
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("TACT_NO_INPUT", "1")
 			// The repository root, so scripts can run the shipped examples

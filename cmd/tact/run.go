@@ -14,6 +14,7 @@ type runOptions struct {
 	S       *config.Settings
 	Runtime runtimeFunc
 	Args    []string // the query's words
+	History historyFlags
 }
 
 // newRunCmd makes tact run; runF (nil: runRun) runs it, for tests.
@@ -21,10 +22,14 @@ func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra
 	o := &runOptions{IO: f.IO, S: f.Settings, Runtime: f.Runtime}
 	cmd := &cobra.Command{
 		Use:   "run [QUERY...]",
+		Example: "  tact run \"why is the disk full?\"\n" +
+			"  tact run --resume last            # go on with the newest run, cut by a timeout or a crash\n" +
+			"  tact run -c \"and the biggest file?\"  # a follow-up of the newest run here",
 		Short: "Plan, then execute; print the final answer",
 		Long:  "Plan the query, then execute the plan with the ReAct executor and print only the\nfinal answer on stdout. The query is the joined arguments, or standard input when\nthere are none (or \"-\").",
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
+			o.History.Changed = c.Flags().Changed
 			if runF != nil {
 				return runF(c.Context(), o)
 			}
@@ -39,14 +44,35 @@ func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra
 	addModelFlags(fl, s)
 	addQueryFlag(fl, s)
 	addExecutorFlags(fl, s)
+	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
+	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step")
+	addContinueFlag(fl, &o.History)
 	return cmd
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
+	if o.History.Resume != "" {
+		if len(o.Args) > 0 || o.History.Continue != "" {
+			return badInputf("--resume goes on with the run's own query: give no query and no --continue")
+		}
+		job, err := resumeJob(ctx, o.S, &o.History)
+		if err != nil {
+			return err
+		}
+		return runJob(ctx, o.IO, o.S, o.Runtime, "run", job, nil)
+	}
 	query, err := readQuery(o.IO, o.Args)
 	if err != nil {
 		return err
 	}
-	return runJob(ctx, o.IO, o.S, o.Runtime, "run", agent.Job{Query: query}, nil)
+	job := agent.Job{Query: query}
+	if o.History.Continue != "" {
+		turns, err := earlierTurns(ctx, o.History.Continue, o.S.Workspace)
+		if err != nil {
+			return err
+		}
+		job.Conversation = agent.ResumeConversation(turns)
+	}
+	return runJob(ctx, o.IO, o.S, o.Runtime, "run", job, nil)
 }

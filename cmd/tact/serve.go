@@ -48,6 +48,7 @@ func newServeCmd(f *factory, runF func(context.Context, *serveOptions) error) *c
 	addPlannerFlags(fl, s, "tools runs may use, comma-separated (default: each plan's tools)")
 	addModelFlags(fl, s)
 	addExecutorFlags(fl, s)
+	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
 	addServeFlags(fl, s)
 	return cmd
@@ -75,7 +76,7 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 	}
 	defer ln.Close()
 	// Every run is unattended; the token is a secret wherever it would show.
-	rt, err := o.Runtime(ctx, agent.Options{Mode: "serve", Secrets: []string{token}})
+	rt, err := o.Runtime(ctx, agent.Options{Mode: "serve", Secrets: []string{token}, History: true})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,8 @@ import (
 
 // A flag overrides its variable (and silences the variable's error) only if
 // the setting's flag tag names it: every flag of run, plan, exec, batch and
-// serve (but batch's --ordered) must be the flag of exactly one
+// serve (but batch's --ordered, run's and exec's --resume and --continue)
+// must be the flag of exactly one
 // config.Settings field.
 func TestRunFlagsHaveSettingTags(t *testing.T) {
 	byFlag := map[string]string{}
@@ -23,13 +24,15 @@ func TestRunFlagsHaveSettingTags(t *testing.T) {
 			byFlag[name] = f
 		}
 	}
+	// Flags that name this invocation's input, not a setting: no variable.
+	perInvocation := map[string]bool{"batch --ordered": true, "run --resume": true, "run --continue": true, "exec --resume": true, "plan --from": true, "plan --answer-jq": true}
 	f := newFactory(&iostreams{})
 	for _, cmd := range []*cobra.Command{newRunCmd(f, nil), newPlanCmd(f, nil), newExecCmd(f, nil), newBatchCmd(f, nil), newServeCmd(f, nil)} {
 		if cmd.Annotations[annSettings] == "" {
 			t.Errorf("%s: not marked with annSettings", cmd.Name())
 		}
 		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
-			if _, ok := byFlag[fl.Name]; !ok && !(cmd.Name() == "batch" && fl.Name == "ordered") {
+			if _, ok := byFlag[fl.Name]; !ok && !perInvocation[cmd.Name()+" --"+fl.Name] {
 				t.Errorf("%s: flag --%s has no config.Settings field with flag:%q", cmd.Name(), fl.Name, fl.Name)
 			}
 		})

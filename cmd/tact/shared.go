@@ -53,7 +53,7 @@ func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime run
 		events, say = rend, rend.Println
 		prompter = pausingPrompter(prompter, rend)
 	}
-	rt, err := runtime(ctx, agent.Options{Mode: mode, Prompter: prompter, Events: events, MCPServers: mcpOnly})
+	rt, err := runtime(ctx, agent.Options{Mode: mode, Prompter: prompter, Events: events, MCPServers: mcpOnly, History: true})
 	if err != nil {
 		return err
 	}

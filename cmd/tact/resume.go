@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/history"
+	"github.com/tactcli/tact/react"
+)
+
+// Going on from the run history (docs/history.md): --resume RUN (run,
+// exec) continues a run that did not succeed from its last finished step;
+// --continue[=RUN] (run) and chat --resume RUN ask a follow-up with the
+// earlier run's conversation as context.
+
+// continueNewest is --continue given without a run: the newest run in the
+// workspace.
+const continueNewest = "newest"
+
+// maxTurns bounds the earlier turns a follow-up collects: the executor
+// folds the oldest anyway.
+const maxTurns = 64
+
+// historyFlags are the flags that name an earlier run.
+type historyFlags struct {
+	Resume   string // --resume RUN
+	Continue string // --continue[=RUN]; continueNewest when given bare
+	// Changed says whether a flag was given on the command line (a
+	// resumed run keeps the recorded settings of the others).
+	Changed func(flag string) bool
+}
+
+func addResumeFlag(f *pflag.FlagSet, h *historyFlags, what string) {
+	f.StringVar(&h.Resume, "resume", "", what)
+}
+
+func addContinueFlag(f *pflag.FlagSet, h *historyFlags) {
+	f.StringVarP(&h.Continue, "continue", "c", "", "ask a follow-up of the newest run in the workspace (--continue=RUN: of that run), with its conversation as context")
+	f.Lookup("continue").NoOptDefVal = continueNewest
+}
+
+// openRunHistory opens the run history to read a run from it.
+func openRunHistory() (*history.Store, error) {
+	path, err := history.DefaultPath()
+	if err != nil {
+		return nil, badInputf("run history: %v", err)
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, badInputf("no run history yet: %s does not exist", path)
+	}
+	st, err := history.Open(path, history.Options{})
+	if err != nil {
+		return nil, badInputf("run history: %v", err)
+	}
+	return st, nil
+}
+
+// findRun reads the run ref names (an id, a unique prefix of one, or
+// "last") from st.
+func findRun(ctx context.Context, st *history.Store, ref string) (history.Record, error) {
+	rec, err := st.Get(ctx, ref)
+	var amb *history.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		return rec, badInputf("run %q: %d runs start with it; give more of the id", ref, amb.Count)
+	case errors.Is(err, history.ErrNotFound):
+		return rec, badInputf("run %q is not in the run history (tact log lists the runs)", ref)
+	case err != nil:
+		return rec, badInputf("run history: %v", err)
+	}
+	return rec, nil
+}
+
+// resumeJob is the job that goes on with run ref: the run's settings come
+// back unless a flag gives them (and its workspace unless --workspace
+// does); a run that succeeded, or whose workspace or model file is gone,
+// is refused.
+func resumeJob(ctx context.Context, s *config.Settings, h *historyFlags) (agent.Job, error) {
+	st, err := openRunHistory()
+	if err != nil {
+		return agent.Job{}, err
+	}
+	defer st.Close()
+	rec, err := findRun(ctx, st, h.Resume)
+	if err != nil {
+		return agent.Job{}, err
+	}
+	if rec.Reason == string(react.ReasonSuccess) {
+		return agent.Job{}, badInputf("run %s succeeded: there is nothing to resume (tact run --continue=%s asks a follow-up)", rec.ID, rec.ID)
+	}
+	if err := s.Restore([]byte(rec.Settings), agent.ResumedSettings, func(field string) bool { return h.Changed(config.Flag(field)) }); err != nil {
+		return agent.Job{}, badInputf("run %s: %v", rec.ID, err)
+	}
+	if !h.Changed("workspace") {
+		s.Workspace = rec.Workspace
+	}
+	if fi, err := os.Stat(s.Workspace); err != nil || !fi.IsDir() {
+		return agent.Job{}, badInputf("run %s cannot be resumed: its workspace %s is gone", rec.ID, s.Workspace)
+	}
+	if m := s.Model; m != "" && (strings.ContainsRune(m, filepath.Separator) || strings.HasSuffix(m, ".gguf")) {
+		if _, err := os.Stat(m); err != nil {
+			return agent.Job{}, badInputf("run %s cannot be resumed: its model %s is gone (give --model)", rec.ID, m)
+		}
+	}
+	cp, err := st.Checkpoint(ctx, rec.ID)
+	if err != nil {
+		return agent.Job{}, badInputf("run history: %v", err)
+	}
+	budget := react.BudgetKept
+	if rec.Reason == string(react.ReasonMaxIterations) || rec.Reason == string(react.ReasonTokenBudget) {
+		budget = react.BudgetFresh
+	}
+	job := agent.Job{Query: rec.Query, Resume: &agent.Resume{From: rec.ID, Checkpoint: []byte(cp), Budget: budget}}
+	if cp == "" && rec.Plan != "" {
+		// No step finished: the run starts again with its plan.
+		var rows []json.RawMessage
+		if err := json.Unmarshal([]byte(rec.Plan), &rows); err != nil {
+			return agent.Job{}, badInputf("run %s: its plan does not read: %v", rec.ID, err)
+		}
+		var b strings.Builder
+		for _, r := range rows {
+			b.Write(r)
+			b.WriteByte('\n')
+		}
+		job.PlanName, job.PlanData = "run "+rec.ID, []byte(b.String())
+	}
+	return job, nil
+}
+
+// earlierTurns are run ref's conversation, oldest first: the runs it
+// followed up (its parents), then itself. ref continueNewest is the
+// newest run in workspace.
+func earlierTurns(ctx context.Context, ref, workspace string) ([]agent.Turn, error) {
+	st, err := openRunHistory()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var rec history.Record
+	if ref == continueNewest {
+		ws, err := resolvedDir(workspace)
+		if err != nil {
+			return nil, badInputf("--workspace: %v", err)
+		}
+		if rec, err = st.Last(ctx, ws); errors.Is(err, history.ErrNotFound) {
+			return nil, badInputf("no run in %s to continue (tact log lists the runs; --continue=RUN names one)", ws)
+		} else if err != nil {
+			return nil, badInputf("run history: %v", err)
+		}
+	} else if rec, err = findRun(ctx, st, ref); err != nil {
+		return nil, err
+	}
+	var turns []agent.Turn
+	seen := map[string]bool{}
+	for len(turns) < maxTurns && !seen[rec.ID] {
+		seen[rec.ID] = true
+		t := agent.Turn{RunID: rec.ID, Query: rec.Query}
+		if rec.Result != "" {
+			var res react.Result
+			if json.Unmarshal([]byte(rec.Result), &res) == nil {
+				t.Result = &res
+			}
+		}
+		turns = append(turns, t)
+		if rec.ParentID == "" {
+			break
+		}
+		parent, err := st.Get(ctx, rec.ParentID)
+		if err != nil {
+			break // pruned: the chain starts here
+		}
+		rec = parent
+	}
+	for i, j := 0, len(turns)-1; i < j; i, j = i+1, j-1 {
+		turns[i], turns[j] = turns[j], turns[i]
+	}
+	return turns, nil
+}
+
+// resolvedDir is dir as the engine records a workspace: absolute, clean,
+// symlinks resolved.
+func resolvedDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", dir, err)
+	}
+	return real, nil
+}

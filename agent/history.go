@@ -38,7 +38,7 @@ func (rt *Runtime) openHistory(s *config.Settings) {
 	var once sync.Once
 	warn := func(err error) {
 		once.Do(func() {
-			slog.Warn("the run history cannot be written; runs go on without it: "+err.Error(), "hint", "tact log says more; --no-history turns it off")
+			slog.Warn("runs go on unrecorded: "+err.Error(), "hint", "--no-history turns the history off")
 		})
 	}
 	rt.hist = history.OpenBestEffort(path, history.Options{Warn: warn})

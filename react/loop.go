@@ -77,7 +77,9 @@ func (r *run) main() {
 // saveCheckpoint hands the run's state to OnCheckpoint when a step was
 // recorded since the last checkpoint.
 func (r *run) saveCheckpoint() {
-	if r.e.OnCheckpoint == nil || len(r.res.Trace.Steps) == r.checkpointed {
+	if r.e.OnCheckpoint == nil || len(r.res.Trace.Steps) == r.checkpointed || r.ctx.Err() != nil {
+		// After a timeout or a cancellation the last step is the one they
+		// cut short: resuming runs it again, from the checkpoint before.
 		return
 	}
 	r.checkpointed = len(r.res.Trace.Steps)

@@ -45,7 +45,9 @@ func newHistEnv(t *testing.T) *histEnv {
 	return h
 }
 
-func (h *histEnv) statePath() string { return filepath.Join(h.home, ".local", "state", "tact", "runs.db") }
+func (h *histEnv) statePath() string {
+	return filepath.Join(h.home, ".local", "state", "tact", "runs.db")
+}
 
 func (h *histEnv) write(name, content string) string {
 	h.t.Helper()

@@ -21,7 +21,7 @@ type runOptions struct {
 func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra.Command {
 	o := &runOptions{IO: f.IO, S: f.Settings, Runtime: f.Runtime}
 	cmd := &cobra.Command{
-		Use:   "run [QUERY...]",
+		Use: "run [QUERY...]",
 		Example: "  tact run \"why is the disk full?\"\n" +
 			"  tact run --resume last            # go on with the newest run, cut by a timeout or a crash\n" +
 			"  tact run -c \"and the biggest file?\"  # a follow-up of the newest run here",

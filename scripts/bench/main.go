@@ -18,11 +18,13 @@
 //     the cache file's size, save and load times;
 //   - with -only openai (openai.go): the same 8-step ReAct run in-process
 //     and through ollama's OpenAI-compatible API (the openai backend);
+//   - the run history (history.go): a saved plan run in-process with the
+//     history on and off, the cost a step of recording it;
 //   - with -only serve (serve.go): tact serve under load on loopback,
 //     requests/s and p50/p99 latency at 1, 4 and 16 clients, on the script
 //     backend and the tiny model (under 30 s).
 //
-// -only backend, concurrency, longrun, parallel, batch, promptcache or openai runs one part; -model picks another
+// -only backend, concurrency, longrun, parallel, batch, promptcache, history, openai or serve runs one part; -model picks another
 // model (say the tiny one, to check the mechanics quickly).
 //
 // Run it with `make bench` (the Makefile's cgo flags keep llama.cpp's build
@@ -63,7 +65,7 @@ var (
 	systemFlag      = flag.Int("system-tokens", 1500, "ReAct system prompt length")
 	verboseFlag     = flag.Bool("v", false, "show llama.cpp's logs")
 
-	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel, batch, promptcache, openai or serve (the last two only when asked)")
+	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel, batch, promptcache, history, openai or serve (the last two only when asked)")
 	pcRepeatFlag      = flag.Int("pc-repeat", 3, "cold/warm pairs of the promptcache part (the medians count)")
 	concurrentFlag    = flag.String("concurrent", "2,4", "counts of concurrent tact processes, comma-separated")
 	unlockedFlag      = flag.Bool("unlocked", true, "also run the smallest -concurrent count without the cpu lock")
@@ -94,8 +96,12 @@ func progress(format string, a ...any) {
 }
 
 func run() error {
-	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" && *onlyFlag != "parallel" && *onlyFlag != "batch" && *onlyFlag != "promptcache" && *onlyFlag != "openai" && *onlyFlag != "serve" {
-		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel, batch, promptcache, openai or serve", *onlyFlag)
+	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" && *onlyFlag != "parallel" && *onlyFlag != "batch" && *onlyFlag != "promptcache" && *onlyFlag != "openai" && *onlyFlag != "serve" && *onlyFlag != "history" {
+		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel, batch, promptcache, openai, serve or history", *onlyFlag)
+	}
+	if *onlyFlag == "history" {
+		// The run history's cost a step: no model, seconds.
+		return historyBench()
 	}
 	if *onlyFlag == "serve" {
 		// tact serve under load on its own models (the script backend and
@@ -163,6 +169,11 @@ func run() error {
 			return err
 		}
 		reportPromptCache(r)
+	}
+	if only("history") {
+		if err := historyBench(); err != nil {
+			return err
+		}
 	}
 	if *onlyFlag == "openai" { // needs ollama: only when asked
 		if err := openaiBench(path, threads); err != nil {

@@ -61,6 +61,7 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 		newMCPCmd(f, nil),
 		newModelsCmd(f),
 		newVersionCmd(f, nil),
+		newLogCmd(f, nil, nil),
 	)
 	// Without arguments tact shows its help; any argument that is not a
 	// command is a usage error of the root's own, typed like every other

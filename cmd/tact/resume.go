@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,52 +46,16 @@ func addContinueFlag(f *pflag.FlagSet, h *historyFlags) {
 	f.Lookup("continue").NoOptDefVal = continueNewest
 }
 
-// openRunHistory opens the run history to read a run from it.
-func openRunHistory() (*history.Store, error) {
-	path, err := history.DefaultPath()
-	if err != nil {
-		return nil, badInputf("run history: %v", err)
-	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, badInputf("no run history yet: %s does not exist", path)
-	}
-	st, err := history.Open(path, history.Options{})
-	if err != nil {
-		return nil, badInputf("run history: %v", err)
-	}
-	return st, nil
-}
-
-// findRun reads the run ref names (an id, a unique prefix of one, or
-// "last") from st.
-func findRun(ctx context.Context, st *history.Store, ref string) (history.Record, error) {
-	rec, err := st.Get(ctx, ref)
-	var amb *history.AmbiguousError
-	switch {
-	case errors.As(err, &amb):
-		return rec, badInputf("run %q: %d runs start with it; give more of the id", ref, amb.Count)
-	case errors.Is(err, history.ErrNotFound):
-		return rec, badInputf("run %q is not in the run history (tact log lists the runs)", ref)
-	case err != nil:
-		return rec, badInputf("run history: %v", err)
-	}
-	return rec, nil
-}
-
 // resumeJob is the job that goes on with run ref: the run's settings come
 // back unless a flag gives them (and its workspace unless --workspace
 // does); a run that succeeded, or whose workspace or model file is gone,
 // is refused.
 func resumeJob(ctx context.Context, s *config.Settings, h *historyFlags) (agent.Job, error) {
-	st, err := openRunHistory()
+	st, rec, err := openRun(ctx, history.DefaultPath, h.Resume)
 	if err != nil {
 		return agent.Job{}, err
 	}
 	defer st.Close()
-	rec, err := findRun(ctx, st, h.Resume)
-	if err != nil {
-		return agent.Job{}, err
-	}
 	if rec.Reason == string(react.ReasonSuccess) {
 		return agent.Job{}, badInputf("run %s succeeded: there is nothing to resume (tact run --continue=%s asks a follow-up)", rec.ID, rec.ID)
 	}
@@ -140,25 +102,31 @@ func resumeJob(ctx context.Context, s *config.Settings, h *historyFlags) (agent.
 // followed up (its parents), then itself. ref continueNewest is the
 // newest run in workspace.
 func earlierTurns(ctx context.Context, ref, workspace string) ([]agent.Turn, error) {
-	st, err := openRunHistory()
-	if err != nil {
+	var st *history.Store
+	var rec history.Record
+	var err error
+	if ref == continueNewest {
+		ws, werr := workspaceKey(workspace)
+		if werr != nil {
+			return nil, badInputf("--workspace: %v", werr)
+		}
+		if st, err = openHistory(history.DefaultPath); err != nil {
+			return nil, err
+		}
+		if st != nil {
+			rec, err = st.Last(ctx, ws)
+		}
+		if st == nil || errors.Is(err, history.ErrNotFound) {
+			st.Close()
+			return nil, badInputf("no run in %s to continue (tact log lists the runs; --continue=RUN names one)", ws)
+		} else if err != nil {
+			st.Close()
+			return nil, historyError(err)
+		}
+	} else if st, rec, err = openRun(ctx, history.DefaultPath, ref); err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	var rec history.Record
-	if ref == continueNewest {
-		ws, err := resolvedDir(workspace)
-		if err != nil {
-			return nil, badInputf("--workspace: %v", err)
-		}
-		if rec, err = st.Last(ctx, ws); errors.Is(err, history.ErrNotFound) {
-			return nil, badInputf("no run in %s to continue (tact log lists the runs; --continue=RUN names one)", ws)
-		} else if err != nil {
-			return nil, badInputf("run history: %v", err)
-		}
-	} else if rec, err = findRun(ctx, st, ref); err != nil {
-		return nil, err
-	}
 	var turns []agent.Turn
 	seen := map[string]bool{}
 	for len(turns) < maxTurns && !seen[rec.ID] {
@@ -184,18 +152,4 @@ func earlierTurns(ctx context.Context, ref, workspace string) ([]agent.Turn, err
 		turns[i], turns[j] = turns[j], turns[i]
 	}
 	return turns, nil
-}
-
-// resolvedDir is dir as the engine records a workspace: absolute, clean,
-// symlinks resolved.
-func resolvedDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", dir, err)
-	}
-	return real, nil
 }

@@ -367,12 +367,14 @@ func orDash(s string) string {
 	return s
 }
 
-// formatRunDuration is d for the list: 0.4s, 12s, 3m04s, 1h02m ("-" for
-// none, as a run that never ended has).
+// formatRunDuration is d for the list: 45ms, 2.4s, 12s, 3m04s, 1h02m ("-"
+// for none, as a run that never ended has).
 func formatRunDuration(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
 	case d < 10*time.Second:
 		return fmt.Sprintf("%.1fs", d.Seconds())
 	case d < time.Minute:

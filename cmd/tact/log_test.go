@@ -312,7 +312,9 @@ func TestFormatRunDuration(t *testing.T) {
 		want string
 	}{
 		{0, "-"},
-		{400 * time.Millisecond, "0.4s"},
+		{45 * time.Millisecond, "45ms"},
+		{999 * time.Millisecond, "999ms"},
+		{2400 * time.Millisecond, "2.4s"},
 		{9940 * time.Millisecond, "9.9s"},
 		{12 * time.Second, "12s"},
 		{59400 * time.Millisecond, "59s"},

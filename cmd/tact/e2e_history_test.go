@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -410,5 +412,29 @@ func TestHistoryManyProcesses(t *testing.T) {
 	}
 	if len(runs) != 800 || ended != 800 {
 		t.Errorf("%d records, %d complete; want 800", len(runs), ended)
+	}
+}
+
+// tact serve records each /v1/runs run.
+func TestHistoryRecordsServeRuns(t *testing.T) {
+	h := newHistEnv(t)
+	script := h.write("answers.jsonl", strings.Repeat(answerScript, 2))
+	srv := startServe(t, h.tact, h.home, []string{"serve", "--script", script, "--no-plan", "--workspace", h.ws, "--addr", "127.0.0.1:0"})
+	for range 2 {
+		resp, err := http.Post(srv.base+"/v1/runs", "application/json", strings.NewReader(`{"query": "what is the answer?"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+	}
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	<-srv.exited
+	runs := h.runs(history.Filter{})
+	if len(runs) != 2 || runs[0].Command != "serve" || !runs[0].Ended || runs[0].Answer != "forty-two" {
+		t.Fatalf("serve records: %+v", runs)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/history"
+	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/react"
 )
@@ -198,7 +199,9 @@ func (r *runRecord) end(query string, res *react.Result, err error) {
 		f.Answer, f.Reason, f.ExitCode = res.FinalAnswer, string(res.TerminationReason), res.ExitCode()
 		f.Usage, f.Steps = historyUsage(res.TokenUsage), len(res.Trace.Steps)
 		f.Duration = time.Duration(res.ExecutionTimeMS) * time.Millisecond
-		if b, jerr := json.Marshal(res); jerr == nil {
+		// As --json prints it (no HTML escaping), so log show gives back
+		// the same bytes.
+		if b, jerr := text.JSON(res); jerr == nil {
 			f.Result = string(r.rt.Redactor.RedactJSON(b))
 		}
 	} else {
@@ -211,7 +214,7 @@ func (r *runRecord) end(query string, res *react.Result, err error) {
 		}
 		if err != nil {
 			f.Answer = ""
-			b, _ := json.Marshal(map[string]any{"run_id": r.run.ID, "success": false, "final_answer": "",
+			b, _ := text.JSON(map[string]any{"run_id": r.run.ID, "success": false, "final_answer": "",
 				"termination_reason": f.Reason, "message": r.rt.Redactor.Redact(err.Error())})
 			f.Result = string(b)
 		}

@@ -113,7 +113,7 @@ func TestHistoryRecordsEveryCommand(t *testing.T) {
 	h := newHistEnv(t)
 	script := h.write("answer.jsonl", strings.Repeat(answerScript, 4))
 	plan := h.write("plan.jsonl", `{"type":"plan","query":"say hi"}
-{"tool":"final_answer","args":{"answer":"hi"}}
+{"tool":"final_answer","args":{"answer":"hi & <bye>"}}
 `)
 	for _, tc := range []struct {
 		stdin string
@@ -163,6 +163,9 @@ func TestHistoryRecordsEveryCommand(t *testing.T) {
 	}
 	if printed["run_id"] != stored["run_id"] || printed["final_answer"] != stored["final_answer"] || rec.ID != printed["run_id"] {
 		t.Errorf("stored result %v, printed %v", stored, printed)
+	}
+	if rec.Result != strings.TrimSuffix(out, "\n") {
+		t.Errorf("the stored result differs in bytes from what --json printed:\n%s\n%s", rec.Result, out)
 	}
 }
 

@@ -377,6 +377,23 @@ func TestHistoryBrokenStore(t *testing.T) {
 			if n := len(regexp.MustCompile(`(?m)^.*run history.*$`).FindAllString(errOut, -1)); n != 1 {
 				t.Errorf("stderr has %d lines about the run history, want 1:\n%s", n, errOut)
 			}
+			// tact log says what is wrong with a database that is there, in
+			// one line, exit 2; with none (never created) it lists nothing.
+			_, logErr, code := h.run("", "log")
+			oneLine := code == 2 && strings.Count(strings.TrimSpace(logErr), "\n") == 0 && strings.Contains(logErr, "runs.db")
+			_, statErr := os.Stat(h.statePath())
+			switch {
+			case statErr != nil:
+				if code != 0 || logErr != "" {
+					t.Errorf("tact log with no database: exit %d: %s", code, logErr)
+				}
+			case tc.name == "full disk":
+				if code != 0 && !oneLine {
+					t.Errorf("tact log on a full disk: exit %d: %s", code, logErr)
+				}
+			case !oneLine:
+				t.Errorf("tact log: exit %d, stderr %q; want exit 2 and one line naming the file", code, logErr)
+			}
 		})
 	}
 }

@@ -152,9 +152,11 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 	if err := ex.CheckContext(query, plan); err != nil {
 		return nil, rt.contextTooSmall(err)
 	}
+	var rows []json.RawMessage
 	if plan != nil {
-		l.rec.begin(query, plan.Rows())
+		rows = plan.Rows()
 	}
+	l.rec.begin(query, rows)
 	res = ex.RunWithID(ctx, l.id, query, plan)
 	if job.Conversation != nil {
 		job.Conversation.record(l.turn, l.convID, query, res, rt.Redactor.Redact)

@@ -458,3 +458,43 @@ func TestHistoryRecordsServeRuns(t *testing.T) {
 		t.Fatalf("serve records: %+v", runs)
 	}
 }
+
+// A run without a plan (every action from the model) is recorded step by
+// step too: cut while its fourth action runs, it resumes with the model's
+// view of the first three (the next script line expects them).
+func TestHistoryResumeFreeRun(t *testing.T) {
+	h := newHistEnv(t)
+	act := func(cmd string, expect ...string) string {
+		args, _ := json.Marshal(map[string]string{"command": cmd})
+		text, _ := json.Marshal(map[string]any{"thought": "the next step of the work", "tool": "run_command", "args": json.RawMessage(args)})
+		line, _ := json.Marshal(map[string]any{"kind": "action", "text": string(text), "expect": expect})
+		return string(line) + "\n"
+	}
+	step := func(n int) string { return fmt.Sprintf("sh -c 'echo %d >> ran.log; echo did %d'", n, n) }
+	first := h.write("first.jsonl", act(step(1))+act(step(2))+act(step(3))+
+		act("sh -c '[ -e go ] || echo at4 > fifo; [ -e go ] || sleep 60; echo 4 >> ran.log'"))
+	rest := h.write("rest.jsonl", act("sh -c 'echo 4 >> ran.log'", "did 1", "did 2", "did 3")+act(step(5))+act(step(6))+
+		`{"kind":"action","text":"{\"thought\":\"all six steps ran\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"done\"}}"}`+"\n")
+	fifo := filepath.Join(h.ws, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := h.command("run", "--yes", "--no-plan", "--script", first, "do six things")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadFile(fifo); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	_ = cmd.Wait()
+	h.write("ws/go", "")
+	out, errOut, code := h.run("", "run", "--yes", "--resume", "last", "--script", rest)
+	if code != 0 || strings.TrimSpace(out) != "done" {
+		t.Fatalf("resume: exit %d, %q: %s", code, out, errOut)
+	}
+	log, _ := os.ReadFile(filepath.Join(h.ws, "ran.log"))
+	if string(log) != "1\n2\n3\n4\n5\n6\n" {
+		t.Errorf("ran.log after resuming:\n%s", log)
+	}
+}

@@ -498,3 +498,37 @@ func TestHistoryResumeFreeRun(t *testing.T) {
 		t.Errorf("ran.log after resuming:\n%s", log)
 	}
 }
+
+// --resume refuses, with exit 2 and a reason, a run whose workspace or
+// model file is gone, one that is not there, and a query beside it.
+func TestHistoryResumeRefusals(t *testing.T) {
+	h := newHistEnv(t)
+	st, err := history.Open(h.statePath(), history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(h.dir, "gone")
+	for _, r := range []history.Run{
+		{ID: "aaaa000000000001", Command: "run", Workspace: gone, Query: "q", Settings: `{}`},
+		{ID: "bbbb000000000002", Command: "run", Workspace: h.ws, Query: "q", Settings: `{"Model":"` + filepath.Join(gone, "m.gguf") + `"}`},
+	} {
+		st.Begin(r).End(history.Final{Reason: "failure", ExitCode: 3})
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--resume", "aaaa"}, "its workspace " + gone + " is gone"},
+		{[]string{"run", "--resume", "bbbb"}, "its model " + filepath.Join(gone, "m.gguf") + " is gone"},
+		{[]string{"exec", "--resume", "cccc"}, "no such run"},
+		{[]string{"run", "--resume", "aaaa", "another query"}, "give no query"},
+	} {
+		_, errOut, code := h.run("", tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, %q; want exit 2 and one line with %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}

@@ -9,7 +9,9 @@ import "strings"
 // with no letters or digits (say "*") tokenizes to nothing and FTS5 ignores
 // it beside other words. ok is false when the text has no words.
 func ftsMatch(text string) (query string, ok bool) {
-	words := strings.Fields(text)
+	// SQLite reads the query as a C string: a NUL would end it inside a
+	// quoted word (FuzzListQuery found it). It separates words here.
+	words := strings.Fields(strings.ReplaceAll(text, "\x00", " "))
 	if len(words) == 0 {
 		return "", false
 	}

@@ -133,6 +133,9 @@ func (r *run) restore(cp *Checkpoint, fresh Budget) error {
 		r.setAllowed()
 	}
 	r.e.NoPlan = r.plan == nil
+	if err := cp.check(r.plan); err != nil {
+		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+	}
 	r.hist = r.hist[:0]
 	for _, m := range cp.Hist {
 		r.hist = append(r.hist, histMsg{Message: llm.Message{Role: m.Role, Content: m.Content}, turn: m.Turn, kind: histKind(m.Kind)})
@@ -172,3 +175,28 @@ const (
 	// (the run ended at its step or token budget).
 	BudgetFresh
 )
+
+// check refuses a checkpoint whose parts do not fit together (a damaged or
+// hand-edited record): the loop indexes by them.
+func (cp *Checkpoint) check(plan *planner.Plan) error {
+	st := cp.State
+	planSteps := 0
+	if plan != nil {
+		planSteps = len(plan.Steps)
+	}
+	switch {
+	case len(cp.TraceTurn) != len(cp.Steps):
+		return fmt.Errorf("%d steps but %d step turns", len(cp.Steps), len(cp.TraceTurn))
+	case st.PlanIndex < 0 || st.PlanIndex > planSteps:
+		return fmt.Errorf("plan index %d of a %d-step plan", st.PlanIndex, planSteps)
+	case st.Attempts < 0 || st.MaxSteps < 0 || st.Step < 0 || st.RetryCount < 0 || st.Replans < 0 ||
+		st.ConsecutiveFailures < 0 || st.Compactions < 0 || cp.Turn < 0 || cp.SummarizedTo < 0:
+		return errors.New("a negative counter")
+	}
+	for _, m := range cp.Hist {
+		if m.Kind < int(histPinned) || m.Kind > int(histPlan) {
+			return fmt.Errorf("a message of unknown kind %d", m.Kind)
+		}
+	}
+	return nil
+}

@@ -173,3 +173,28 @@ func TestCheckpointRedacted(t *testing.T) {
 		t.Fatalf("checkpoint holds the secret (or none was taken): %s", all)
 	}
 }
+
+// A damaged checkpoint is refused or resumed, never a crash: the run
+// history is a file on disk.
+func FuzzResume(f *testing.F) {
+	h := newHarness(f, "")
+	var seed Checkpoint
+	h.ex.OnCheckpoint = func(_ string, cp Checkpoint) { seed = cp }
+	h.ex.Run(context.Background(), "q", h.plan(sixEchoes))
+	b, _ := json.Marshal(seed)
+	f.Add(b)
+	f.Add([]byte(`{"version":1,"history":[{"role":"user","content":"x","kind":9}]}`))
+	f.Add([]byte(`{"version":1,"history":[{"role":"user","content":"x"}],"steps":[{}],"trace_turn":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var cp Checkpoint
+		if json.Unmarshal(data, &cp) != nil {
+			return
+		}
+		h := newHarness(t, "")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if res, err := h.ex.Resume(ctx, "fz", &cp, BudgetKept); err == nil && res.TerminationReason == "" {
+			t.Fatal("a resumed run without a termination reason")
+		}
+	})
+}

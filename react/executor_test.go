@@ -82,7 +82,7 @@ func (r *recorder) kinds() []llm.Kind {
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	ex      *Executor
 	rec     *recorder
 	trace   bytes.Buffer
@@ -90,7 +90,7 @@ type harness struct {
 	planner *planner.Planner
 }
 
-func newHarness(t *testing.T, script string) *harness {
+func newHarness(t testing.TB, script string) *harness {
 	t.Helper()
 	h := &harness{t: t}
 	reg := registry(&h.calls)

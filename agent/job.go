@@ -98,6 +98,10 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		}
 		l.rec.end(query, res, err)
 	}()
+	if l.answer, err = answerSchema(l.s); err != nil {
+		l.start(query)
+		return nil, badInput(err)
+	}
 	if job.Resume != nil && len(job.Resume.Checkpoint) > 0 {
 		return rt.resume(ctx, l, job)
 	}
@@ -197,6 +201,7 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 			SuccessPhrases: s.SuccessPhrases, FailurePhrases: s.FailurePhrases, StallThreshold: s.StallThreshold,
 			MaxObservationTokens: s.MaxObservationTokens, TokenBudget: s.TokenBudget, StopWhen: s.StopWhen,
 			DryRun: s.DryRun, ContextSize: s.CtxSize, CompactAt: float64(s.CompactAt), KeepSteps: s.KeepSteps,
+			AnswerSchema: l.answer,
 		},
 		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: rt.gate, Events: l.sink, Redact: rt.Redactor.Redact,
 		Sampling: Sampling(s), MaxTokens: s.MaxTokens, Log: slog.Default(), SpentUsage: spent,
@@ -316,7 +321,8 @@ type life struct {
 	convID  string
 	turn    int
 	earlier []react.ConversationEntry
-	rec     *runRecord // the job's record in the run history (nil: none)
+	rec     *runRecord      // the job's record in the run history (nil: none)
+	answer  json.RawMessage // the job's --schema (nil: none)
 }
 
 func (rt *Runtime) newLife(job Job) *life {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -284,10 +285,27 @@ func validate(s *config.Settings) error {
 			return fmt.Errorf("--stop-when: %v", err)
 		}
 	}
+	if _, err := answerSchema(s); err != nil {
+		return err
+	}
 	if w := s.CapThreads(); w != "" {
 		slog.Warn(w)
 	}
 	return nil
+}
+
+// answerSchema is the --schema setting's JSON Schema, compacted (nil:
+// none); an error names the setting and, for a schema that breaks the
+// meta-schema, the keyword's path.
+func answerSchema(s *config.Settings) (json.RawMessage, error) {
+	if strings.TrimSpace(s.Schema) == "" {
+		return nil, nil
+	}
+	raw, err := schema.ReadAnswer(s.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("--schema: %v", err)
+	}
+	return raw, nil
 }
 
 // ExitCode is the process exit code tact documents for an engine error.

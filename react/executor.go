@@ -38,6 +38,11 @@ type Options struct {
 	ContextSize int
 	CompactAt   float64 // share of the window a prompt may fill before older steps are compacted (0: 0.8)
 	KeepSteps   int     // steps kept whole by a compaction (0: 3)
+	// AnswerSchema, when set, is a JSON Schema the final answer must
+	// validate against (--schema): the answer is then a JSON value
+	// (Result.Answer), and a run that cannot give one that validates
+	// ends with ReasonInvalidAnswer. Compiled by schema.CompileAnswer.
+	AnswerSchema json.RawMessage
 }
 
 // Replanner makes a new plan from the transcript so far.
@@ -136,7 +141,8 @@ type run struct {
 	lastKey         string
 	sameInRow       int
 	readsInRow      int
-	fatal           error // set when the run must end (reason in res)
+	fatal           error             // set when the run must end (reason in res)
+	answerV         *schema.Validator // the answer schema's (nil: none)
 	// checkpointed is how many trace steps the last checkpoint held.
 	checkpointed int
 	resumed      bool // the run goes on from a checkpoint (Resume)
@@ -200,6 +206,7 @@ func (e *Executor) newRun(ctx context.Context, query string, plan *planner.Plan)
 	r := &run{e: &cfg, ctx: ctx, query: query, plan: plan, res: &Result{TokenUsage: e.SpentUsage}, start: time.Now()}
 	r.st = &r.res.State
 	r.defaults()
+	answerErr := r.setAnswerSchema()
 	e = r.e
 	if e.NoPlan {
 		r.plan = nil
@@ -216,6 +223,9 @@ func (e *Executor) newRun(ctx context.Context, query string, plan *planner.Plan)
 	r.initWindow()
 	if len(e.Conversation) > 0 {
 		r.addConversation()
+	}
+	if answerErr != nil {
+		r.end(ReasonError, "", answerErr.Error())
 	}
 	return r
 }
@@ -336,7 +346,9 @@ func (r *run) outline() []string {
 // backend may ready it ahead of the calls (llm.Warmer). A run with a plan
 // allows the plan's tools and differs.
 func (e *Executor) SystemMessage() llm.Message {
-	r := &run{e: e}
+	cfg := *e
+	r := &run{e: &cfg}
+	_ = r.setAnswerSchema() // the run's prompt names the answer schema too
 	r.setAllowed()
 	return llm.Message{Role: llm.RoleSystem, Content: r.systemPrompt()}
 }

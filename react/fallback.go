@@ -15,6 +15,10 @@ import (
 // fallback ends the run with an answer synthesized from what was observed:
 // one model call, or without a model a plain summary of the steps.
 func (r *run) fallback(reason Reason, msg string) {
+	if r.answerV != nil {
+		r.fallbackShaped(reason, msg)
+		return
+	}
 	answer := ""
 	if llm.HasModel(r.e.Backend) && r.ctx.Err() == nil && reason != ReasonTokenBudget {
 		req, err := r.prepare(llm.KindFallback, llm.Message{Role: llm.RoleUser, Content: prompt.Render("fallback", prompt.Fallback{Query: r.query, Reason: "Stopping: " + msg + "."})})
@@ -39,6 +43,48 @@ func (r *run) fallback(reason Reason, msg string) {
 	}
 	r.emit(EventFallback, map[string]any{"reason": reason, "message": msg, "answer": answer})
 	r.end(reason, answer, msg)
+}
+
+// fallbackShaped is fallback under an answer schema: the model's answer
+// is asked for in the schema's shape and must validate, as must the
+// summary without a model (a schema that takes a string); when none does,
+// the run ends with ReasonInvalidAnswer, naming the budget that ended it.
+func (r *run) fallbackShaped(reason Reason, msg string) {
+	var answer json.RawMessage
+	var verr error
+	if llm.HasModel(r.e.Backend) && r.ctx.Err() == nil && reason != ReasonTokenBudget {
+		req, err := r.prepare(llm.KindFallback, llm.Message{Role: llm.RoleUser, Content: prompt.Render("fallback", prompt.Fallback{Query: r.query, Reason: "Stopping: " + msg + "."})})
+		var resp llm.Response
+		if err == nil {
+			resp, err = r.send(req, schema.FallbackAnswer(r.e.AnswerSchema))
+			r.addUsage(resp.Usage)
+		}
+		if err == nil {
+			var fa struct {
+				Answer json.RawMessage `json:"answer"`
+			}
+			if err = json.Unmarshal([]byte(resp.Text), &fa); err == nil {
+				answer, verr = r.checkAnswer(fa.Answer)
+			}
+		}
+		if err != nil {
+			r.e.Log.Warn("fallback answer failed", "err", err)
+			verr = err
+		}
+	}
+	if answer == nil {
+		var err error
+		if answer, err = r.shapeAnswer(r.summary()); err != nil && verr == nil {
+			verr = err
+		}
+	}
+	if answer == nil {
+		r.emit(EventFallback, map[string]any{"reason": reason, "message": msg, "answer": nil, "answer_error": verr.Error()})
+		r.endInvalidAnswer(msg+"; no answer that validates against the answer schema", verr)
+		return
+	}
+	r.emit(EventFallback, map[string]any{"reason": reason, "message": msg, "answer": json.RawMessage(answer)})
+	r.end(reason, string(answer), msg)
 }
 
 // summary is the model-free fallback answer.

@@ -105,6 +105,16 @@ func (r *run) end(reason Reason, answer, msg string) {
 	if r.res.TerminationReason != "" {
 		return
 	}
+	var shaped json.RawMessage
+	if r.answerV != nil && reason != ReasonInvalidAnswer {
+		// Under an answer schema only a value that validates is the
+		// answer; a success without one is not a success.
+		var err error
+		if shaped, err = r.shapeAnswer(answer); err != nil && reason == ReasonSuccess {
+			r.res.AnswerError = r.e.Redact(err.Error())
+			reason, msg = ReasonInvalidAnswer, "the final answer does not validate against the answer schema: "+err.Error()
+		}
+	}
 	r.res.TerminationReason = reason
 	r.res.Success = reason == ReasonSuccess
 	var coder ExitCoder
@@ -113,6 +123,13 @@ func (r *run) end(reason Reason, answer, msg string) {
 	}
 	r.res.FinalAnswer = r.e.Redact(answer)
 	r.res.Message = r.e.Redact(msg)
+	if r.answerV != nil {
+		r.res.Answer, r.res.FinalAnswer = json.RawMessage("null"), ""
+		if shaped != nil {
+			r.res.Answer = r.redactJSON(shaped)
+			r.res.FinalAnswer = string(r.res.Answer)
+		}
+	}
 }
 
 // cancelMessage says why a cancelled run stopped: the context's cause when
@@ -157,6 +174,12 @@ func (r *run) iteration() {
 			return
 		}
 		act, usage, skipReason, err := r.planAction(p)
+		var ae *answerError
+		if errors.As(err, &ae) {
+			r.skip(p, SkipInvalidAction, Action{Thought: p.Thought, Tool: p.Tool, Args: argsJSON(p.Args)}, "plan", ae.Error())
+			r.endInvalidAnswer(fmt.Sprintf("plan step %d: the final answer does not validate against the answer schema", r.st.PlanIndex+1), ae.err)
+			return
+		}
 		if err != nil {
 			if errors.Is(err, llm.ErrNoModel) {
 				r.fallback(ReasonError, err.Error())

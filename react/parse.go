@@ -55,6 +55,14 @@ func (r *run) askModel() (Action, llm.Usage, error) {
 	r.addMsg(llm.RoleAssistant, resp.Text)
 	r.askReason = ""
 	act, err := ParseAction([]byte(resp.Text), sch, r.thoughtOptions())
+	if err == nil && act.Tool == tools.FinalAnswer && r.answerV != nil {
+		// The grammar holds what it can express of the answer schema;
+		// the rest (a pattern, a bound) is checked here, and the model
+		// tries again.
+		if _, aerr := r.checkAnswer(answerArg(act.Args)); aerr != nil {
+			err = fmt.Errorf("answer: %v", aerr)
+		}
+	}
 	if err != nil {
 		return Action{}, resp.Usage, &invalidAction{text: resp.Text, reason: err.Error()}
 	}

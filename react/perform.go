@@ -59,6 +59,16 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			Answer string `json:"answer"`
 		}
 		_ = json.Unmarshal(act.Args, &fa)
+		if r.answerV != nil {
+			// The answer is a JSON value; its compact text stands for it.
+			answer, err := r.checkAnswer(answerArg(act.Args))
+			if err != nil {
+				r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "invalid answer: " + err.Error(), Error: err.Error(), ExitCode: ExitCodeNotRun, SkipReason: SkipInvalidAction, Source: source, PlanStep: planStep, TokenUsage: usage})
+				r.endInvalidAnswer("the final answer does not validate against the answer schema", err)
+				return
+			}
+			fa.Answer = string(answer)
+		}
 		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: fa.Answer, Source: source, PlanStep: planStep, TokenUsage: usage})
 		r.st.Step++
 		if matchesPlan {

@@ -21,6 +21,7 @@ func (r *run) planAction(p *planner.Step) (Action, llm.Usage, string, error) {
 	var usage llm.Usage
 	args := map[string]json.RawMessage{}
 	var missing []string
+	shaped := r.answerV != nil && p.Tool == tools.FinalAnswer
 	for k, v := range p.Args {
 		kind, expr := planner.ClassifyArg(v)
 		switch kind {
@@ -33,10 +34,21 @@ func (r *run) planAction(p *planner.Step) (Action, llm.Usage, string, error) {
 		case planner.ArgFill:
 			missing = append(missing, k)
 		default:
+			if shaped && k == "answer" {
+				if _, err := r.checkAnswer(v); err != nil {
+					// A planner writes the answer as text before any step
+					// ran: under an answer schema it is filled instead.
+					missing = append(missing, k)
+					continue
+				}
+			}
 			args[k] = v
 		}
 	}
 	tool, _ := r.e.Registry.Get(p.Tool)
+	if shaped && len(missing) > 0 && !llm.HasModel(r.e.Backend) {
+		return Action{}, usage, SkipInvalidAction, &answerError{fmt.Errorf("%s", "no model to write an answer that validates")}
+	}
 	if len(missing) > 0 {
 		filled, u, err := r.fill(p, tool, args, missing)
 		usage = u
@@ -46,6 +58,11 @@ func (r *run) planAction(p *planner.Step) (Action, llm.Usage, string, error) {
 		args = filled
 	}
 	raw := argsJSON(args)
+	if shaped {
+		if _, err := r.checkAnswer(args["answer"]); err != nil {
+			return Action{}, usage, SkipInvalidAction, &answerError{err}
+		}
+	}
 	v, err := schema.Compile(tool.Schema())
 	if err == nil {
 		_, err = v.ValidateJSON(raw)

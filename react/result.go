@@ -5,9 +5,12 @@
 package react
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 
+	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
 )
 
@@ -24,6 +27,9 @@ const (
 	ReasonTimeout       Reason = "timeout"
 	ReasonCustom        Reason = "custom"
 	ReasonCancelled     Reason = "cancelled"
+	// ReasonInvalidAnswer: under a --schema, the final answer (a planned
+	// one, its fill, or the fallback at a budget's end) does not validate.
+	ReasonInvalidAnswer Reason = "invalid_answer"
 )
 
 // ExitCode is the process exit code for r.
@@ -43,6 +49,8 @@ func (r Reason) ExitCode() int {
 		return 7
 	case ReasonCustom:
 		return 8
+	case ReasonInvalidAnswer:
+		return 11
 	case ReasonCancelled:
 		return 130
 	default:
@@ -113,8 +121,10 @@ type State struct {
 
 // Result of a run.
 type Result struct {
-	RunID             string    `json:"run_id,omitempty"`
-	Success           bool      `json:"success"`
+	RunID   string `json:"run_id,omitempty"`
+	Success bool   `json:"success"`
+	// FinalAnswer is the answer as stdout prints it; under a --schema the
+	// answer's JSON value, compact on one line (Answer holds it as JSON).
 	FinalAnswer       string    `json:"final_answer"`
 	TerminationReason Reason    `json:"termination_reason"`
 	Message           string    `json:"message,omitempty"`
@@ -125,6 +135,14 @@ type Result struct {
 	Trace             struct {
 		Steps []StepTrace `json:"steps"`
 	} `json:"trace"`
+
+	// Answer is the final answer as a JSON value when the run had an
+	// answer schema (Options.AnswerSchema): --json writes it, not a
+	// string, as final_answer. nil without a schema.
+	Answer json.RawMessage `json:"-"`
+	// AnswerError is why the answer did not validate against the answer
+	// schema (reason invalid_answer).
+	AnswerError string `json:"answer_error,omitempty"`
 
 	// Conversation is the earlier turns the run was given, as it used
 	// them (the oldest perhaps folded into a summary): the next turn of the
@@ -146,4 +164,61 @@ func (r *Result) ExitCode() int {
 		return r.cancelExitCode
 	}
 	return r.TerminationReason.ExitCode()
+}
+
+// MarshalJSON writes the result; under an answer schema final_answer is
+// the answer's JSON value. Without one the output is the plain struct's.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	if r.Answer == nil {
+		return text.JSON(plain(r))
+	}
+	// The answer's value goes where the string would: final_answer keeps
+	// its place after success, the fields before it being an id and a bool.
+	r.FinalAnswer = ""
+	b, err := text.JSON(plain(r))
+	if err != nil {
+		return nil, err
+	}
+	field := []byte(`,"final_answer":""`)
+	i := bytes.Index(b, field)
+	if i < 0 {
+		return nil, fmt.Errorf("result: no final_answer field")
+	}
+	var answer bytes.Buffer
+	if err := json.Compact(&answer, r.Answer); err != nil {
+		return nil, fmt.Errorf("result: final answer: %w", err)
+	}
+	out := make([]byte, 0, len(b)+answer.Len())
+	out = append(append(out, b[:i+len(field)-2]...), answer.Bytes()...)
+	return append(out, b[i+len(field):]...), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (a recorded result): a
+// final_answer that is not a string is an answer under a schema.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	var aux struct {
+		*plain
+		FinalAnswer json.RawMessage `json:"final_answer"`
+	}
+	aux.plain = (*plain)(r)
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	r.FinalAnswer, r.Answer = "", nil
+	raw := bytes.TrimSpace(aux.FinalAnswer)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+	case raw[0] == '"':
+		return json.Unmarshal(raw, &r.FinalAnswer)
+	default:
+		var c bytes.Buffer
+		if err := json.Compact(&c, raw); err != nil {
+			return err
+		}
+		r.Answer = json.RawMessage(c.Bytes())
+		r.FinalAnswer = c.String()
+	}
+	return nil
 }

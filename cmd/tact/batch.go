@@ -57,6 +57,7 @@ func newBatchCmd(f *factory, runF func(context.Context, *batchOptions) error) *c
 	addPlannerFlags(fl, s, "tools the runs may use, comma-separated (default: each plan's tools)")
 	addModelFlags(fl, s)
 	addExecutorFlags(fl, s)
+	addAnswerFlags(fl, s)
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
 	fl.IntVar(&s.Parallel, "parallel", s.Parallel, "queries run at once, each in its own sequence of the model's context (1 to 64)")

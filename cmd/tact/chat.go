@@ -61,6 +61,7 @@ func newChatCmd(f *factory, runF func(context.Context, *chatOptions) error) *cob
 	addPlannerFlags(fl, s, "tools the turns may use, comma-separated (default: every tool)")
 	addModelFlags(fl, s)
 	addExecutorFlags(fl, s)
+	addAnswerFlags(fl, s)
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
 	fl.StringVar(&o.Resume, "resume", "", "reopen the conversation of `RUN` (an id, a unique prefix, or last): the next turns follow it")

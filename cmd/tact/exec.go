@@ -42,6 +42,7 @@ func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cob
 	addModelFlags(fl, s)
 	addQueryFlag(fl, s)
 	addExecutorFlags(fl, s)
+	addAnswerFlags(fl, s)
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
 	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step; no PLAN")

@@ -10,12 +10,12 @@ import (
 // Flag groups, each bound to the settings loaded from the environment (so
 // a flag wins over its variable), added by the commands that use them:
 //
-//	          workspace planner model output query executor safety
-//	run           x        x      x     x      x      x        x
-//	exec          x        x      x     x      x      x        x
+//	          workspace planner model output query executor safety answer
+//	run           x        x      x     x      x      x        x      x
+//	exec          x        x      x     x      x      x        x      x
 //	plan          x        x      x     x
-//	batch         x        x      x     x(trace)       x        x
-//	chat          x        x      x     x(trace)       x        x
+//	batch         x        x      x     x(trace)       x        x      x
+//	chat          x        x      x     x(trace)       x        x      x
 //	serve         x        x      x     x(trace)       x        x   + serve
 //
 // Every flag here is the flag of one config.Settings field (its flag tag);
@@ -75,6 +75,11 @@ func addOutputFlags(f *pflag.FlagSet, s *config.Settings, json string) {
 	if json != "" {
 		f.BoolVar(&s.JSON, "json", s.JSON, json)
 	}
+}
+
+// addAnswerFlags: the shape of the final answer (--schema).
+func addAnswerFlags(f *pflag.FlagSet, s *config.Settings) {
+	f.StringVar(&s.Schema, "schema", s.Schema, "JSON Schema the final answer must validate against, inline or @`FILE`; the answer is then one line of compact JSON (exit 11 when none validates)")
 }
 
 // addQueryFlag: the query of a saved plan without a header.

@@ -44,6 +44,7 @@ func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra
 	addModelFlags(fl, s)
 	addQueryFlag(fl, s)
 	addExecutorFlags(fl, s)
+	addAnswerFlags(fl, s)
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
 	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step")

@@ -1,0 +1,89 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// maxAnswerSchema bounds a --schema file: schemas are a few KiB, and one
+// read whole must not be a way to fill memory.
+const maxAnswerSchema = 1 << 20
+
+// ReadAnswer reads a --schema value: inline JSON, or @FILE for a file's
+// content. It returns the schema compacted (one line, as the action schema
+// embeds it), checked to compile; errors name the keyword path.
+func ReadAnswer(spec string) (json.RawMessage, error) {
+	raw := []byte(spec)
+	if name, ok := strings.CutPrefix(spec, "@"); ok {
+		st, err := os.Stat(name)
+		if err != nil {
+			return nil, fmt.Errorf("schema file: %w", err)
+		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("schema file %s: not a regular file", name)
+		}
+		if st.Size() > maxAnswerSchema {
+			return nil, fmt.Errorf("schema file %s: larger than %d KiB", name, maxAnswerSchema>>10)
+		}
+		if raw, err = os.ReadFile(name); err != nil {
+			return nil, fmt.Errorf("schema file: %w", err)
+		}
+	}
+	return CompileAnswer(raw)
+}
+
+// CompileAnswer checks that raw is one JSON Schema that compiles and
+// returns it compacted. An error is one line; for a schema that breaks
+// the meta-schema it names the keyword's path ("at /properties/count/type: ...").
+func CompileAnswer(raw []byte) (json.RawMessage, error) {
+	var b bytes.Buffer
+	if err := json.Compact(&b, bytes.TrimSpace(raw)); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if b.Len() == 0 {
+		return nil, errors.New("empty schema")
+	}
+	var top any
+	if err := json.Unmarshal(b.Bytes(), &top); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	switch top.(type) {
+	case map[string]any, bool:
+	default:
+		return nil, errors.New("a schema is a JSON object (or true/false)")
+	}
+	compact := json.RawMessage(b.Bytes())
+	if _, err := Compile(compact); err != nil {
+		var sve *jsonschema.SchemaValidationError
+		if errors.As(err, &sve) {
+			var ve *jsonschema.ValidationError
+			if errors.As(sve.Err, &ve) {
+				return nil, fmt.Errorf("not a valid JSON Schema: %s", OneLine(ve))
+			}
+		}
+		return nil, err
+	}
+	return compact, nil
+}
+
+// FinalAnswerArgs is the arguments schema of the final_answer action when
+// the answer must follow the schema answer (a --schema): the answer is
+// that JSON value itself, not a string.
+func FinalAnswerArgs(answer json.RawMessage) json.RawMessage {
+	return mustJSON(ordered{
+		{"type", "object"},
+		{"properties", ordered{{"answer", answer}}},
+		{"required", []string{"answer"}},
+		{"additionalProperties", false},
+	})
+}
+
+// FallbackAnswer is the schema of the fallback answer reply under a
+// --schema: {"answer": VALUE}.
+func FallbackAnswer(answer json.RawMessage) json.RawMessage { return FinalAnswerArgs(answer) }

@@ -552,3 +552,18 @@ func TestPlanFrom(t *testing.T) {
 		}
 	}
 }
+
+// --since and --until read what a user types: a time or an error, never a
+// crash, and never a time after now for a duration ago.
+func FuzzParseLogTime(f *testing.F) {
+	now := time.Date(2026, 11, 26, 14, 3, 0, 0, time.Local)
+	for _, s := range []string{"24h", "7d", "2w", "99999w", "2026-11-25", "2026-11-25 14:03", "2026-11-25T14:03:00Z", "-1h", "1e9h", "d", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseLogTime(s, now)
+		if err == nil && durationAgo.MatchString(s) && got.After(now) {
+			t.Fatalf("%q is %v, after now", s, got)
+		}
+	})
+}

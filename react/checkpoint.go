@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tactcli/tact/llm"
@@ -90,15 +91,16 @@ func (r *run) checkpoint() Checkpoint {
 	for _, m := range r.hist {
 		cp.Hist = append(cp.Hist, CheckpointMessage{Role: m.Role, Content: m.Content, Turn: m.turn, Kind: int(m.kind)})
 	}
-	for _, rec := range r.records {
+	for _, rec := range r.records[min(len(r.cpRecords), len(r.records)):] {
 		rec.Args = r.redactJSON(rec.Args)
 		rec.Output = r.e.Redact(rec.Output)
 		if rec.Error != nil {
 			e := r.e.Redact(*rec.Error)
 			rec.Error = &e
 		}
-		cp.Records = append(cp.Records, rec)
+		r.cpRecords = append(r.cpRecords, rec)
 	}
+	cp.Records = slices.Clip(r.cpRecords)
 	for _, c := range r.res.Conversation {
 		cp.Conversation = append(cp.Conversation, CheckpointConversationRow{First: c.First, Last: c.Last, Summary: c.Summary, Text: c.Text, Brief: c.brief})
 	}
@@ -144,6 +146,7 @@ func (r *run) restore(cp *Checkpoint, fresh Budget) error {
 	*r.st = cp.State
 	r.turn, r.traceTurn, r.summarizedTo = cp.Turn, cp.TraceTurn, cp.SummarizedTo
 	r.records, r.transcript = cp.Records, cp.Transcript
+	r.cpRecords = slices.Clone(cp.Records) // stored redacted already
 	r.res.Trace.Steps = cp.Steps
 	r.res.Conversation = nil
 	for _, c := range cp.Conversation {

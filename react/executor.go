@@ -145,6 +145,9 @@ type run struct {
 	answerV         *schema.Validator // the answer schema's (nil: none)
 	// checkpointed is how many trace steps the last checkpoint held.
 	checkpointed int
+	// cpRecords are the records redacted for checkpoints so far (records
+	// only grow: each is redacted once, not at every step).
+	cpRecords []CheckpointRecord
 	resumed      bool // the run goes on from a checkpoint (Resume)
 }
 

@@ -37,6 +37,7 @@ type Settings struct {
 	Trace     string        `envconfig:"TACT_TRACE" flag:"trace" desc:"append JSONL trace events to this file"`
 	JSON      bool          `envconfig:"TACT_JSON" flag:"json" desc:"print one JSON result object instead of the bare answer"`
 	Query     string        `envconfig:"TACT_QUERY" flag:"query" desc:"query for plans without a header"`
+	Output    string        `envconfig:"TACT_OUTPUT" flag:"output" desc:"run and exec: also write the answer (with --json the result object) to this file, atomically, only when the run succeeds"`
 	Schema    string        `envconfig:"TACT_SCHEMA" flag:"schema" desc:"JSON Schema the final answer must validate against, inline or @FILE: the answer is then one line of compact JSON (exit 11 when no answer validates)"`
 	Verbose   bool          `envconfig:"TACT_VERBOSE" flag:"verbose" desc:"debug logs on stderr (and llama.cpp's own logs)"`
 	Quiet     bool          `envconfig:"TACT_QUIET" flag:"quiet" desc:"only errors on stderr"`

@@ -45,6 +45,7 @@ func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cob
 	addAnswerFlags(fl, s)
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
+	addOutputFileFlag(fl, s)
 	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step; no PLAN")
 	return cmd
 }

@@ -82,6 +82,12 @@ func addAnswerFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.StringVar(&s.Schema, "schema", s.Schema, "JSON Schema the final answer must validate against, inline or @`FILE`; the answer is then one line of compact JSON (exit 11 when none validates)")
 }
 
+// addOutputFileFlag: -o, the file that gets the answer of a run that
+// succeeded (run and exec).
+func addOutputFileFlag(f *pflag.FlagSet, s *config.Settings) {
+	f.StringVarP(&s.Output, "output", "o", s.Output, "also write the answer (with --json the result object) to `FILE`, atomically, when the run succeeds; otherwise the file is left as it was")
+}
+
 // addQueryFlag: the query of a saved plan without a header.
 func addQueryFlag(f *pflag.FlagSet, s *config.Settings) {
 	f.StringVar(&s.Query, "query", s.Query, "the query, for plans without a header")

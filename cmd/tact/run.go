@@ -47,6 +47,7 @@ func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra
 	addAnswerFlags(fl, s)
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
+	addOutputFileFlag(fl, s)
 	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step")
 	addContinueFlag(fl, &o.History)
 	return cmd

@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/internal/atomicfile"
 	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/policy"
@@ -30,7 +32,13 @@ type runtimeFunc func(context.Context, agent.Options) (*agent.Runtime, error)
 // its observation, a spinner; cmd/tact/render), and --dry-run's listing as
 // the steps happen. It prints the result and returns the termination
 // reason's exit code; mcpOnly (not nil) starts only those MCP servers.
+// -o (s.Output) receives what stdout does, atomically, when the run
+// succeeds.
 func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime runtimeFunc, mode string, job agent.Job, mcpOnly []string) error {
+	outFile := s.Output
+	if err := checkOutputFile(outFile); err != nil {
+		return err
+	}
 	var prompter policy.Prompter
 	if !s.NoInput && !s.DryRun {
 		if p, err := policy.OpenTTYPrompter(); err == nil {
@@ -67,8 +75,22 @@ func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime run
 	if rend != nil {
 		rend.Idle()
 	}
-	if err := printResult(ios.Out, s.JSON, res, rt.Redactor); err != nil {
+	out, err := resultBytes(s.JSON, res, rt.Redactor)
+	if err != nil {
 		return err
+	}
+	if len(out) > 0 {
+		if _, err := ios.Out.Write(out); err != nil {
+			return err
+		}
+	}
+	if outFile != "" && res.TerminationReason == react.ReasonSuccess && !s.DryRun {
+		// Only a success replaces the file: a script reading it never
+		// takes a failed run's summary for an answer. A dry run writes
+		// nothing.
+		if err := atomicfile.Write(outFile, out); err != nil {
+			return &exitError{Code: exitOutput, Err: fmt.Errorf("-o %s: %w", outFile, err)}
+		}
 	}
 	if rend != nil {
 		if sum := rend.Summary(); sum != "" {
@@ -85,26 +107,50 @@ func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime run
 	return nil
 }
 
-// printResult prints the final answer, or with --json the whole result;
-// secrets never reach stdout.
-func printResult(w io.Writer, asJSON bool, res *react.Result, red *redact.Redactor) error {
+// resultBytes is what stdout gets of a result: the final answer, or with
+// --json the whole result; secrets never reach it.
+func resultBytes(asJSON bool, res *react.Result, red *redact.Redactor) ([]byte, error) {
 	if asJSON {
 		b, err := text.JSON(res)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		_, err = w.Write(append(red.RedactJSON(b), '\n'))
-		return err
+		return append(red.RedactJSON(b), '\n'), nil
 	}
 	if res.FinalAnswer == "" {
-		return nil
+		return nil, nil
 	}
 	answer := red.Redact(res.FinalAnswer)
 	if !strings.HasSuffix(answer, "\n") {
 		answer += "\n"
 	}
-	_, err := io.WriteString(w, answer)
+	return []byte(answer), nil
+}
+
+// printResult prints what resultBytes gives.
+func printResult(w io.Writer, asJSON bool, res *react.Result, red *redact.Redactor) error {
+	b, err := resultBytes(asJSON, res, red)
+	if err != nil || len(b) == 0 {
+		return err
+	}
+	_, err = w.Write(b)
 	return err
+}
+
+// checkOutputFile refuses an -o path that could never be written, before
+// anything runs: its directory must exist and it must not be a directory.
+func checkOutputFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return badInputf("-o %s: not a regular file", path)
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return badInputf("-o %s: no directory %s", path, dir)
+	}
+	return nil
 }
 
 // readQuery joins the arguments, or reads standard input when there are none or "-".

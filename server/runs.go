@@ -34,6 +34,9 @@ type RunRequest struct {
 	MaxTokens     *int     `json:"max_tokens"`
 	Temperature   *float32 `json:"temperature"`
 	Seed          *int     `json:"seed"`
+	// Schema is the JSON Schema the final answer must validate against
+	// (tact run --schema): final_answer is then that JSON value.
+	Schema json.RawMessage `json:"schema"`
 }
 
 //go:embed runschema.json
@@ -90,6 +93,16 @@ func (s *Server) decodeRun(body []byte) (*RunRequest, agent.Job, error) {
 			}
 		}
 		st.AllowTools = req.AllowTools
+	}
+	// The answer's shape is the request's alone, never the server's
+	// environment's (TACT_SCHEMA).
+	st.Schema = ""
+	if len(req.Schema) > 0 {
+		raw, err := schema.CompileAnswer(req.Schema)
+		if err != nil {
+			return nil, agent.Job{}, fmt.Errorf("schema: %v", err)
+		}
+		st.Schema = string(raw) // inline JSON: an object or a boolean, never an @FILE
 	}
 	job := agent.Job{ID: req.ID, Query: req.Query, Settings: &st}
 	if strings.TrimSpace(req.Plan) != "" {

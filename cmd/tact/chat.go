@@ -20,6 +20,7 @@ import (
 	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/sandbox"
+	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/tools"
 )
 
@@ -96,6 +97,7 @@ type chatSession struct {
 
 	mu         sync.Mutex
 	noPlan     bool
+	schema     string            // the answer schema of the next turns (/schema; "": none)
 	plan       []json.RawMessage // the current turn's (or last turn's) plan rows
 	lastPrompt int               // prompt tokens of the latest model call
 }
@@ -107,7 +109,7 @@ func newChatSession(o *chatOptions, rt *agent.Runtime, say func(line string)) *c
 	if conv == nil {
 		conv = agent.NewConversation()
 	}
-	c := &chatSession{io: o.IO, s: o.S, rt: rt, conv: conv, noPlan: o.S.NoPlan}
+	c := &chatSession{io: o.IO, s: o.S, rt: rt, conv: conv, noPlan: o.S.NoPlan, schema: o.S.Schema}
 	if o.S.DryRun && !o.S.Quiet {
 		c.dryRun = newDryRunSink(say)
 	}
@@ -155,9 +157,9 @@ func (c *chatSession) Handle(ev react.Event) {
 func (c *chatSession) run(ctx context.Context, query string) (*react.Result, error) {
 	job := agent.Job{Query: query, Conversation: c.conv, Events: c}
 	c.mu.Lock()
-	if c.noPlan != c.s.NoPlan {
+	if c.noPlan != c.s.NoPlan || c.schema != c.s.Schema {
 		s := *c.s
-		s.NoPlan = c.noPlan
+		s.NoPlan, s.Schema = c.noPlan, c.schema
 		job.Settings = &s
 	}
 	c.mu.Unlock()
@@ -169,6 +171,7 @@ const chatHelp = `/help      this list
 /tools     the tools a turn may use
 /plan      the current plan (the last turn's)
 /noplan    turn planning off, or on again
+/schema    the answer schema: /schema JSON or @FILE sets it, /schema off clears it
 /trace     where the trace goes
 /clear     start a new conversation (the model forgets the earlier turns)
 /model     the backend and model
@@ -199,6 +202,9 @@ func (c *chatSession) command(line string, w io.Writer) (exit bool) {
 		} else {
 			fmt.Fprintln(w, "planning is off: each action comes from the model (/noplan again to turn it on)")
 		}
+	case "/schema":
+		_, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+		c.setSchema(strings.TrimSpace(arg), w)
 	case "/trace":
 		if c.s.Trace == "" {
 			fmt.Fprintln(w, "no trace: start tact chat with --trace FILE (or TACT_TRACE) to record each turn's events")
@@ -219,6 +225,33 @@ func (c *chatSession) command(line string, w io.Writer) (exit bool) {
 		fmt.Fprintf(w, "unknown command %s; /help lists them\n", policy.SanitizeTerminal(name))
 	}
 	return false
+}
+
+// setSchema shows the answer schema of the next turns (arg ""), clears
+// it ("off") or sets it (inline JSON or @FILE, checked now: a schema that
+// does not compile leaves the old one).
+func (c *chatSession) setSchema(arg string, w io.Writer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch arg {
+	case "":
+		if c.schema == "" {
+			fmt.Fprintln(w, "no answer schema: answers are text (/schema JSON or @FILE sets one)")
+		} else {
+			fmt.Fprintln(w, "answer schema: "+policy.SanitizeTerminal(c.schema))
+		}
+	case "off", "none":
+		c.schema = ""
+		fmt.Fprintln(w, "no answer schema: answers are text again")
+	default:
+		raw, err := schema.ReadAnswer(arg)
+		if err != nil {
+			fmt.Fprintln(w, policy.SanitizeTerminal("schema not changed: "+err.Error()))
+			return
+		}
+		c.schema = string(raw)
+		fmt.Fprintln(w, "answer schema set: each answer is one line of JSON that validates against it")
+	}
 }
 
 func (c *chatSession) tools(w io.Writer) {

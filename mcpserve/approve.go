@@ -1,0 +1,90 @@
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tactcli/tact/policy"
+)
+
+// Approval over MCP: a write or exec call that only a person may approve
+// is put to the client as a form elicitation (the question with the
+// command or diff, and the answers yes, always, no). A client that does
+// not support elicitation cannot be asked, so its session's gate has no
+// prompter and such calls are denied at once with the reason.
+
+type sessionKey struct{}
+
+// withSession makes ss the session a prompter asks (a tact_run's actions
+// are asked of the session that called it).
+func withSession(ctx context.Context, ss *sdk.ServerSession) context.Context {
+	return context.WithValue(ctx, sessionKey{}, ss)
+}
+
+// canElicit reports whether ss's client said it supports elicitation.
+func canElicit(ss *sdk.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+// errNoElicitation is the reason a call is denied when the client cannot
+// be asked.
+var errNoElicitation = errors.New("the MCP client does not support elicitation, so nobody can approve it; add an allow rule to the policy file or start tact mcp serve with --yes")
+
+// elicitPrompter asks one session's client.
+type elicitPrompter struct{ ss *sdk.ServerSession }
+
+// Ask elicits one of options' first words; a decline or cancel is "no".
+func (p elicitPrompter) Ask(ctx context.Context, summary string, options []string) (string, error) {
+	words := make([]any, 0, len(options))
+	titles := make([]any, 0, len(options))
+	for _, o := range options {
+		w, _, _ := strings.Cut(o, " ")
+		words = append(words, w)
+		titles = append(titles, o)
+	}
+	res, err := p.ss.Elicit(ctx, &sdk.ElicitParams{
+		Message: summary,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"answer": map[string]any{"type": "string", "title": "Run this?", "enum": words, "enumNames": titles},
+			},
+			"required": []any{"answer"},
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	if res.Action != "accept" {
+		return "no", nil
+	}
+	ans, _ := res.Content["answer"].(string)
+	for _, w := range words {
+		if ans == w {
+			return ans, nil
+		}
+	}
+	return "no", nil
+}
+
+// runPrompter is the runtime's prompter for tact_run and tact_exec: it
+// asks the session the run's context names.
+type runPrompter struct{}
+
+func (runPrompter) Ask(ctx context.Context, summary string, options []string) (string, error) {
+	ss, _ := ctx.Value(sessionKey{}).(*sdk.ServerSession)
+	if !canElicit(ss) {
+		return "", errNoElicitation
+	}
+	return elicitPrompter{ss}.Ask(ctx, summary, options)
+}
+
+// Prompter is the prompter to open the runtime with, so that the actions
+// of tact_run and tact_exec are asked of the client that called them.
+func Prompter() policy.Prompter { return runPrompter{} }

@@ -1,0 +1,130 @@
+package mcpserve
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tactcli/tact/internal/text"
+)
+
+// HTTPOptions configure Handler.
+type HTTPOptions struct {
+	// Token, when set, is the bearer token every request must send.
+	Token string
+	// MaxSessions bounds the sessions open at once (0: no bound); a new
+	// session beyond it is refused with 503.
+	MaxSessions int
+	// SessionTimeout closes a session idle that long (0: never), so a
+	// client that went away without ending its session frees its place.
+	SessionTimeout time.Duration
+}
+
+// Handler serves the streamable HTTP transport, each session with its own
+// state. As tact serve does, it answers programs, not web pages: a request
+// with an Origin or a cross-site Sec-Fetch-Site is refused, and without a
+// token so is a Host that is not loopback (DNS rebinding).
+func (s *Server) Handler(o HTTPOptions) http.Handler {
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk },
+		&sdk.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: nil})
+	return &guard{next: h, o: o, srv: s.sdk}
+}
+
+type guard struct {
+	next http.Handler
+	o    HTTPOptions
+	srv  *sdk.Server
+	// newSession makes new sessions one at a time, so the count of open
+	// sessions checked before one is made is still true when it is.
+	newSession sync.Mutex
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if why := g.foreign(r); why != "" {
+		http.Error(w, why, http.StatusForbidden)
+		return
+	}
+	if g.o.Token != "" && !authorized(r, g.o.Token) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tact"`)
+		http.Error(w, "missing or wrong bearer token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+		return
+	}
+	if g.o.MaxSessions > 0 && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		g.newSession.Lock()
+		defer g.newSession.Unlock()
+		open := 0
+		for range g.srv.Sessions() {
+			open++
+		}
+		if open >= g.o.MaxSessions {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "tact mcp serve: "+strconv.Itoa(open)+" sessions open, the most --max-sessions allows; end one (DELETE) or try later", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+func authorized(r *http.Request, token string) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[len(prefix):])), []byte(token)) == 1
+}
+
+// foreign says why r may come from a web page (server.Server's check: a
+// page can reach a loopback port, and with DNS rebinding even be
+// same-origin with it), or "".
+func (g *guard) foreign(r *http.Request) string {
+	const why = "tact mcp serve answers MCP clients, not web pages, so that a page open in a browser cannot use its tools"
+	if o := r.Header.Values("Origin"); len(o) > 0 {
+		return fmt.Sprintf("request from a web page (Origin %q): %s", text.Clip(o[0], 100), why)
+	}
+	if sf := r.Header.Get("Sec-Fetch-Site"); sf != "" && !strings.EqualFold(sf, "none") {
+		return fmt.Sprintf("request from a web page (Sec-Fetch-Site %q): %s", text.Clip(sf, 100), why)
+	}
+	if g.o.Token == "" && r.Host != "" && !loopbackHost(r.Host) {
+		return fmt.Sprintf("Host %q is not a loopback name or address: without --token-env, tact mcp serve answers only requests addressed to localhost, 127.0.0.0/8 or [::1]", text.Clip(r.Host, 100))
+	}
+	return ""
+}
+
+// loopbackHost reports whether a Host (with or without a port) names this
+// machine's loopback: localhost, names under .localhost, 127.0.0.0/8, ::1.
+func loopbackHost(h string) bool {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	lh := strings.ToLower(strings.TrimSuffix(h, "."))
+	if lh == "localhost" || strings.HasSuffix(lh, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckAddr refuses to listen beyond loopback without a token: anyone who
+// can reach the port could use the tools in the workspace.
+func CheckAddr(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %v (want HOST:PORT, e.g. 127.0.0.1:8090)", addr, err)
+	}
+	if token != "" || loopbackHost(host) {
+		return nil
+	}
+	what := host
+	if host == "" {
+		what = "every interface"
+	}
+	return fmt.Errorf("--http %s listens on %s, beyond loopback: give --token-env NAME, the environment variable holding a bearer token that every request must send", addr, what)
+}

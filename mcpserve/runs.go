@@ -1,0 +1,231 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/react"
+)
+
+// Whole runs as one tool call: tact_run (a query, planned and executed)
+// and tact_exec (a saved plan). The run goes through agent.Runtime.Run as
+// tact run's does; each finished step is a progress notification, and the
+// client's cancellation cancels the run's context (the model call, the
+// command's process group).
+
+const runSchema = `{"type":"object","properties":{
+"query":{"type":"string","minLength":1,"description":"what to do, in plain words"},
+"no_plan":{"type":"boolean","description":"free ReAct: no planner, the model picks every action"},
+"max_iterations":{"type":"integer","minimum":1,"description":"action budget when no_plan is true"}},
+"required":["query"],"additionalProperties":false}`
+
+const execSchema = `{"type":"object","properties":{
+"path":{"type":"string","minLength":1,"description":"a saved plan (JSONL, as tact plan writes it) inside the workspace"},
+"rows":{"type":"array","items":{"type":"object"},"minItems":1,"description":"the plan's rows inline, as tact plan writes them (a header row first is optional)"},
+"query":{"type":"string","description":"the query, for a plan without a header"}},
+"additionalProperties":false}`
+
+// maxPlanBytes bounds a saved plan read for tact_exec.
+const maxPlanBytes = 4 << 20
+
+// addRunTools offers tact_exec and, with a model, tact_run (a saved plan
+// of tool rows needs no model).
+func (s *Server) addRunTools() {
+	destructive, openWorld := true, !s.rt.S.NoNetwork
+	ann := &sdk.ToolAnnotations{DestructiveHint: &destructive, OpenWorldHint: &openWorld}
+	if !s.rt.HasModel() {
+		s.sdk.AddTool(execTool(ann), s.runHandler(s.decodeExec))
+		return
+	}
+	s.sdk.AddTool(&sdk.Tool{Name: "tact_run", Annotations: ann, InputSchema: json.RawMessage(runSchema),
+		Description: "Run a whole tact job on the local model: plan the query, execute the plan with tact's tools in the workspace, and answer. The answer is the text; the result object (success, termination_reason, steps) is the structured content."},
+		s.runHandler(s.decodeRun))
+	s.sdk.AddTool(execTool(ann), s.runHandler(s.decodeExec))
+}
+
+func execTool(ann *sdk.ToolAnnotations) *sdk.Tool {
+	return &sdk.Tool{Name: "tact_exec", Annotations: ann, InputSchema: json.RawMessage(execSchema),
+		Description: "Execute a saved tact plan (by path inside the workspace, or its rows inline) with tact's tools in the workspace; steps that need a model need one configured. The answer is the text; the result object is the structured content."}
+}
+
+// decodeRun makes tact_run's job: the query with the runtime's settings,
+// no_plan and max_iterations replaced when given.
+func (s *Server) decodeRun(args json.RawMessage) (agent.Job, error) {
+	var in struct {
+		Query         string `json:"query"`
+		NoPlan        *bool  `json:"no_plan"`
+		MaxIterations *int   `json:"max_iterations"`
+	}
+	if err := strictDecode(args, &in); err != nil {
+		return agent.Job{}, err
+	}
+	if strings.TrimSpace(in.Query) == "" {
+		return agent.Job{}, errors.New("query: empty")
+	}
+	st := *s.rt.S
+	if in.NoPlan != nil {
+		st.NoPlan = *in.NoPlan
+	}
+	if in.MaxIterations != nil {
+		if *in.MaxIterations < 1 {
+			return agent.Job{}, errors.New("max_iterations: must be at least 1")
+		}
+		st.MaxIterations = *in.MaxIterations
+	}
+	return agent.Job{Query: in.Query, Settings: &st}, nil
+}
+
+// decodeExec makes tact_exec's job from a plan file in the workspace or
+// inline rows.
+func (s *Server) decodeExec(args json.RawMessage) (agent.Job, error) {
+	var in struct {
+		Path  string            `json:"path"`
+		Rows  []json.RawMessage `json:"rows"`
+		Query string            `json:"query"`
+	}
+	if err := strictDecode(args, &in); err != nil {
+		return agent.Job{}, err
+	}
+	job := agent.Job{Query: in.Query}
+	switch {
+	case in.Path != "" && len(in.Rows) > 0:
+		return job, errors.New("give path or rows, not both")
+	case in.Path != "":
+		data, err := s.readPlan(in.Path)
+		if err != nil {
+			return job, err
+		}
+		job.PlanName, job.PlanData = in.Path, data
+	case len(in.Rows) > 0:
+		var b strings.Builder
+		for _, r := range in.Rows {
+			b.Write(r)
+			b.WriteByte('\n')
+		}
+		job.PlanName, job.PlanData = "rows", []byte(b.String())
+	default:
+		return job, errors.New("give path (a saved plan in the workspace) or rows")
+	}
+	return job, nil
+}
+
+// readPlan reads a plan inside the workspace, through its os.Root so no
+// symlink can lead out.
+func (s *Server) readPlan(path string) ([]byte, error) {
+	real, err := s.rt.Env.Resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("path: %v", err)
+	}
+	root, err := os.OpenRoot(s.rt.Env.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("path: %v", err)
+	}
+	defer root.Close()
+	f, err := root.Open(filepath.ToSlash(s.rt.Env.Rel(real)))
+	if err != nil {
+		return nil, fmt.Errorf("path %q: %v", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("path %q: %v", path, err)
+	}
+	if len(data) > maxPlanBytes {
+		return nil, fmt.Errorf("path %q: larger than %d bytes", path, maxPlanBytes)
+	}
+	return data, nil
+}
+
+// runHandler runs the job decode makes of the call's arguments.
+func (s *Server) runHandler(decode func(json.RawMessage) (agent.Job, error)) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		job, err := decode(json.RawMessage(req.Params.Arguments))
+		if err != nil {
+			return s.textResult("bad arguments: "+err.Error(), true), nil
+		}
+		job.ID = react.NewRunID()
+		job.Events = s.progress(ctx, req)
+		if s.runs != nil {
+			select {
+			case s.runs <- struct{}{}:
+				defer func() { <-s.runs }()
+			case <-ctx.Done():
+				return s.textResult("cancelled while waiting for a free model sequence", true), nil
+			}
+		}
+		res, err := s.rt.Run(withSession(ctx, req.Session), job)
+		if err != nil {
+			return s.textResult(err.Error(), true), nil
+		}
+		raw, err := text.JSON(res)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the result: %w", err)
+		}
+		var structured map[string]any
+		if err := json.Unmarshal(s.rt.Redactor.RedactJSON(raw), &structured); err != nil {
+			return nil, fmt.Errorf("encoding the result: %w", err)
+		}
+		answer := res.FinalAnswer
+		if !res.Success {
+			answer = fmt.Sprintf("run ended: %s", res.TerminationReason)
+			if res.Message != "" {
+				answer += ": " + res.Message
+			}
+			if res.FinalAnswer != "" {
+				answer += "\n" + res.FinalAnswer
+			}
+		}
+		out := s.textResult(answer, !res.Success)
+		out.StructuredContent = structured
+		return out, nil
+	}
+}
+
+// progress is the sink that sends each finished step of the run to the
+// client as a progress notification, when the call asked for them (a
+// progress token).
+func (s *Server) progress(ctx context.Context, req *sdk.CallToolRequest) react.Sink {
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	steps := 0
+	return react.SinkFunc(func(ev react.Event) {
+		if ev.Type != react.EventStep {
+			return
+		}
+		var st react.StepTrace
+		_ = ev.Decode("step", &st)
+		steps++
+		msg := fmt.Sprintf("step %d: %s", steps, st.Action.Tool)
+		if st.Error != "" || st.ExitCode != 0 {
+			msg += " (failed)"
+		}
+		// Events come one at a time from the run's goroutine; a client
+		// that is gone only loses its progress.
+		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token,
+			Progress: float64(steps), Message: s.rt.Redactor.Redact(msg)})
+	})
+}
+
+// strictDecode decodes one JSON object into v, refusing unknown names.
+func strictDecode(args json.RawMessage, v any) error {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	return nil
+}

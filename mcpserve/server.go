@@ -1,0 +1,230 @@
+// Package mcpserve is tact as an MCP server (tact mcp serve): the built-in
+// tools, and whole runs when a model is configured, offered to MCP clients
+// over stdio or streamable HTTP. Every call goes through the engine's
+// runtime as a run's tool calls do: its workspace and sandbox, the policy
+// gate (approval asked of the client by elicitation), its redactor and its
+// output limits.
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/mcp"
+	"github.com/tactcli/tact/policy"
+	"github.com/tactcli/tact/tools"
+)
+
+// Config is what New needs besides the runtime.
+type Config struct {
+	// Policy is the loaded policy file (nil: no rules); each session's
+	// gate starts from it.
+	Policy *policy.Policy
+	// Version is sent in the initialize handshake.
+	Version string
+	// Log receives warnings (nil: slog.Default()).
+	Log *slog.Logger
+}
+
+// Server serves one runtime to any number of MCP sessions.
+type Server struct {
+	rt  *agent.Runtime
+	cfg Config
+	log *slog.Logger
+	sdk *sdk.Server
+	// runs bounds the tact_run and tact_exec calls running at once to
+	// the sequences the backend serves; nil: unbounded.
+	runs chan struct{}
+
+	mu       sync.Mutex
+	sessions map[*sdk.ServerSession]*session
+}
+
+// session is one client's state: its approval gate, whose "always"
+// answers last as long as the session.
+type session struct {
+	gate tools.Gate
+}
+
+// New makes the server and registers its tools: the built-in tools the
+// settings allow (--allow-tools; never final_answer), tact_exec and, when
+// the runtime has a model, tact_run.
+func New(rt *agent.Runtime, cfg Config) *Server {
+	s := &Server{rt: rt, cfg: cfg, log: cfg.Log, sessions: map[*sdk.ServerSession]*session{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "tact", Version: cfg.Version}, &sdk.ServerOptions{
+		Instructions: "tact's tools work inside one workspace (" + rt.Env.Workspace + "); write and exec calls are approved by policy or by asking you.",
+		HasTools:     true,
+		// Approval is asked in the middle of a call (a run's step, a
+		// command about to start), which protocol 2026-07-28 allows only
+		// as a multi round-trip result that ends the call: the server
+		// speaks the versions before it, where elicitation may come
+		// while a call runs.
+		SupportedProtocolVersions: handshakeVersions(),
+	})
+	for _, t := range BuiltinTools(rt) {
+		s.sdk.AddTool(mcpTool(t, rt.S.NoNetwork), s.toolHandler(t))
+	}
+	if n := rt.Concurrency(); n > 0 && n < 1<<16 {
+		s.runs = make(chan struct{}, n)
+	}
+	s.addRunTools()
+	return s
+}
+
+// handshakeVersions are the SDK's protocol versions before 2026-07-28.
+func handshakeVersions() []string {
+	var out []string
+	for _, v := range sdk.SupportedProtocolVersions() {
+		if v < "2026-07-28" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// SDK is the MCP server, for a transport to run.
+func (s *Server) SDK() *sdk.Server { return s.sdk }
+
+// BuiltinTools are the tools the server offers under their own names: the
+// built-in ones (an MCP server's SERVER.TOOL is its own server's to offer),
+// without final_answer, narrowed to --allow-tools when given.
+func BuiltinTools(rt *agent.Runtime) []tools.Tool {
+	var out []tools.Tool
+	for _, t := range rt.Registry.List() {
+		if _, ok := t.(*mcp.Tool); ok || t.Name() == tools.FinalAnswer {
+			continue
+		}
+		if len(rt.S.AllowTools) > 0 && !slices.Contains(rt.S.AllowTools, t.Name()) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// mcpTool describes t with its schema and its side-effect class as hints:
+// read tools are read-only and idempotent; write and exec tools may
+// destroy; only run_command reaches beyond the workspace (the network,
+// unless --no-network).
+func mcpTool(t tools.Tool, noNetwork bool) *sdk.Tool {
+	read := t.Class() == tools.ClassRead
+	destructive := !read
+	openWorld := t.Class() == tools.ClassExec && !noNetwork
+	return &sdk.Tool{
+		Name:        t.Name(),
+		Description: fmt.Sprintf("%s (tact %s tool)", t.Description(), t.Class()),
+		InputSchema: t.Schema(),
+		Annotations: &sdk.ToolAnnotations{
+			ReadOnlyHint:    read,
+			DestructiveHint: &destructive,
+			// Writing the same content twice leaves what once does.
+			IdempotentHint: read || t.Name() == "write_file",
+			OpenWorldHint:  &openWorld,
+		},
+	}
+}
+
+// session returns ss's state, made on its first call and dropped when the
+// session ends.
+func (s *Server) session(ss *sdk.ServerSession) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.sessions[ss]; ok {
+		return st
+	}
+	var prompter policy.Prompter
+	if canElicit(ss) {
+		prompter = elicitPrompter{ss}
+	}
+	st := &session{gate: policy.NewGate(policy.GateOptions{Policy: s.cfg.Policy, PolicyPath: s.rt.S.PolicyPath(),
+		Yes: s.rt.S.Yes, ReadOnly: s.rt.S.ReadOnly, DryRun: s.rt.S.DryRun, Prompter: prompter,
+		Redactor: s.rt.Redactor, Log: s.log})}
+	s.sessions[ss] = st
+	go func() {
+		_ = ss.Wait()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+	}()
+	return st
+}
+
+// toolHandler calls t as a run's step does: write and exec calls through
+// the session's gate, then the tool in the runtime's Env; what comes back
+// is cut to the observation limit (never inside a secret) and redacted.
+func (s *Server) toolHandler(t tools.Tool) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		args := json.RawMessage(req.Params.Arguments)
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		if t.Class() != tools.ClassRead {
+			v := s.session(req.Session).gate.Check(withSession(ctx, req.Session), s.rt.Env, []tools.Call{{Tool: t, Args: args}})[0]
+			if !v.Allowed {
+				reason := v.Reason
+				if !strings.HasPrefix(reason, "denied by") && !strings.HasPrefix(reason, "dry run") {
+					reason = "denied by policy: " + reason
+				}
+				return s.textResult(reason, !strings.HasPrefix(reason, "dry run")), nil
+			}
+		}
+		res := t.Run(ctx, s.rt.Env, args)
+		if ctx.Err() != nil {
+			return s.textResult("interrupted: "+ctx.Err().Error(), true), nil
+		}
+		return s.textResult(s.observation(res), res.Failed()), nil
+	}
+}
+
+// observation is a tool result as text: its output, its stderr, its
+// error and a process's exit status, each cut to the limit.
+func (s *Server) observation(res tools.Result) string {
+	limit := s.limit()
+	var b strings.Builder
+	b.WriteString(s.cut(res.Output, limit))
+	if res.Stderr != "" {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("stderr:\n" + s.cut(res.Stderr, max(limit/4, 256)))
+	}
+	if res.Err != nil {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("error: " + s.cut(res.Err.Error(), limit))
+	}
+	if res.ExitCode != 0 {
+		fmt.Fprintf(&b, "\nexit code: %d", res.ExitCode)
+	}
+	return b.String()
+}
+
+// limit is --max-observation-tokens in bytes (about four a token, the
+// executor's own estimate when it has no tokenizer).
+func (s *Server) limit() int { return max(s.rt.S.MaxObservationTokens, 1) * 4 }
+
+// cut keeps the first limit bytes of text, never splitting a secret the
+// redactor would hide, and says how much was left out.
+func (s *Server) cut(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	at := s.rt.Redactor.CutBefore(text, limit)
+	return fmt.Sprintf("%s\n[cut: %d of %d bytes shown; narrow the call to see the rest]", text[:at], at, len(text))
+}
+
+// textResult is one redacted text content.
+func (s *Server) textResult(text string, isError bool) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s.rt.Redactor.Redact(text)}}, IsError: isError}
+}

@@ -23,6 +23,7 @@ func TestAnswerSchema(t *testing.T) {
 	good := `{"count":2,"files":["a","b"]}`
 	cases := []struct {
 		name, script, plan string
+		schema             string // "": countSchema
 		noPlan             bool
 		maxIter            int
 		reason             Reason
@@ -58,6 +59,9 @@ func TestAnswerSchema(t *testing.T) {
 		{name: "budget end: the fallback answer does not validate", noPlan: true, maxIter: 1,
 			script: action(thought, "echo", `{"msg":"a"}`) + reply(llm.KindFallback, `{"answer":"some text"}`),
 			reason: ReasonInvalidAnswer, errHas: "object"},
+		{name: "a string answer saying it cannot is a failure", noPlan: true, schema: `{"type":"string"}`,
+			script: action(thought, "final_answer", `{"answer":"I cannot count them"}`),
+			reason: ReasonFailure, answer: `"I cannot count them"`},
 		{name: "budget end without a model",
 			plan:   `{"tool":"echo","args":{"msg":"a"}}`,
 			reason: ReasonInvalidAnswer},
@@ -66,6 +70,9 @@ func TestAnswerSchema(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, c.script)
 			h.ex.AnswerSchema = json.RawMessage(countSchema)
+			if c.schema != "" {
+				h.ex.AnswerSchema = json.RawMessage(c.schema)
+			}
 			h.ex.NoPlan = c.noPlan
 			if c.maxIter > 0 {
 				h.ex.MaxIterations = c.maxIter
@@ -78,7 +85,7 @@ func TestAnswerSchema(t *testing.T) {
 				t.Errorf("final answer %q, want %q", res.FinalAnswer, c.answer)
 			}
 			if c.answer != "" {
-				if _, err := schema.MustCompile(json.RawMessage(countSchema)).ValidateJSON([]byte(res.FinalAnswer)); err != nil {
+				if _, err := schema.MustCompile(h.ex.AnswerSchema).ValidateJSON([]byte(res.FinalAnswer)); err != nil {
 					t.Errorf("answer does not validate: %v", err)
 				}
 			}
@@ -105,8 +112,15 @@ func TestAnswerSchema(t *testing.T) {
 					t.Errorf("exit %d, answer_error %q (want one holding %q)", res.ExitCode(), doc.AnswerError, c.errHas)
 				}
 			}
+			// Read back (a recorded result): a value stays JSON; a string
+			// answer reads as its text, as any answer without a schema.
 			var back Result
-			if err := json.Unmarshal(b, &back); err != nil || back.FinalAnswer != res.FinalAnswer {
+			want = res.FinalAnswer
+			var str string
+			if json.Unmarshal([]byte(want), &str) == nil {
+				want = str
+			}
+			if err := json.Unmarshal(b, &back); err != nil || back.FinalAnswer != want {
 				t.Errorf("result read back: %q, %v", back.FinalAnswer, err)
 			}
 		})

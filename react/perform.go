@@ -74,7 +74,16 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		if matchesPlan {
 			r.st.PlanIndex++
 		}
-		if phrase := r.failurePhrase(fa.Answer); phrase != "" {
+		said := fa.Answer
+		if r.answerV != nil {
+			// A string answer is checked as the words it holds, not as
+			// its quoted JSON ("I cannot ..." starts with a quote).
+			var str string
+			if json.Unmarshal([]byte(fa.Answer), &str) == nil {
+				said = str
+			}
+		}
+		if phrase := r.failurePhrase(said); phrase != "" {
 			r.end(ReasonFailure, fa.Answer, fmt.Sprintf("failure detected in the final answer (%q)", phrase))
 			return
 		}

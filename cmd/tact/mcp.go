@@ -64,7 +64,7 @@ type mcpListOptions struct {
 func newMCPCmd(f *factory, runF func(context.Context, *mcpListOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "MCP servers: tools from Model Context Protocol servers (see docs/mcp.md)",
+		Short: "MCP: tools from Model Context Protocol servers, and tact as one (see docs/mcp.md)",
 		Args:  cobra.NoArgs,
 	}
 	o := &mcpListOptions{IO: f.IO, S: f.Settings, Runtime: f.Runtime}
@@ -84,7 +84,7 @@ func newMCPCmd(f *factory, runF func(context.Context, *mcpListOptions) error) *c
 	}
 	list.Flags().BoolVar(&o.JSON, "json", false, "one JSON object per server: name, transport, state, tools, error")
 	list.Flags().StringVar(&f.Settings.MCPConfig, "mcp-config", f.Settings.MCPConfig, "MCP servers `FILE` (default $XDG_CONFIG_HOME/tact/mcp.json)")
-	cmd.AddCommand(list)
+	cmd.AddCommand(list, newMCPServeCmd(f, nil))
 	return cmd
 }
 

@@ -1,0 +1,196 @@
+package main
+
+// tact mcp serve end to end: this test binary started as `tact mcp serve`
+// with the Go SDK as the client, over stdio and over --http on
+// 127.0.0.1:0, and --print-config.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const mcpServeSecret = "e2e-mcp-serve-s3cret-77"
+
+// newMCPServeCase is a scratch home whose environment holds a secret.
+func newMCPServeCase(t *testing.T) *e2eCase {
+	c := newFilesCase(t)
+	c.env = append(c.env, "MCP_SERVE_TEST_TOKEN="+mcpServeSecret)
+	c.wsFile("notes.txt", "alpha\ntoken="+mcpServeSecret+"\n")
+	return c
+}
+
+// connectStdio starts tact mcp serve ARGS as the client's subprocess.
+func connectStdio(t *testing.T, c *e2eCase, opts *sdk.ClientOptions, args ...string) *sdk.ClientSession {
+	t.Helper()
+	cmd := exec.Command(c.bin, append([]string{"mcp", "serve", "--workspace", c.ws, "--policy", c.pol}, args...)...)
+	cmd.Env = c.env
+	cmd.Stderr = os.Stderr
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e"}, opts).Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func callText(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var b strings.Builder
+	for _, ct := range res.Content {
+		if tc, ok := ct.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+func TestMCPServeStdio(t *testing.T) {
+	c := newMCPServeCase(t)
+	cs := connectStdio(t, c, nil, "--read-only")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hints := map[string]bool{}
+	for _, tl := range res.Tools {
+		hints[tl.Name] = tl.Annotations != nil && tl.Annotations.ReadOnlyHint
+	}
+	if !hints["read_file"] || hints["run_command"] || len(hints) != 8 {
+		t.Errorf("tools and readOnlyHint: %v", hints)
+	}
+	text, isErr := callText(t, cs, "read_file", map[string]any{"path": "notes.txt"})
+	if isErr || !strings.Contains(text, "alpha") || strings.Contains(text, mcpServeSecret) || !strings.Contains(text, "[REDACTED]") {
+		t.Errorf("read_file: %q isError %v, want the notes with the secret redacted", text, isErr)
+	}
+	text, isErr = callText(t, cs, "write_file", map[string]any{"path": "x.txt", "content": "no"})
+	if !isErr || !strings.Contains(text, "read-only") {
+		t.Errorf("write_file under --read-only: %q isError %v", text, isErr)
+	}
+}
+
+func TestMCPServeRunOnScript(t *testing.T) {
+	c := newMCPServeCase(t)
+	replies := c.file("script.jsonl", script(t,
+		reply("read_file", map[string]any{"path": "notes.txt"}),
+		answer("the notes say alpha")))
+	var mu sync.Mutex
+	var progress []string
+	cs := connectStdio(t, c, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		progress = append(progress, req.Params.Message)
+	}}, "--backend", "script", "--script", replies)
+	params := &sdk.CallToolParams{Name: "tact_run", Arguments: map[string]any{"query": "what do the notes say?", "no_plan": true}}
+	params.SetProgressToken(1)
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if res.IsError || sc["final_answer"] != "the notes say alpha" || sc["termination_reason"] != "success" {
+		t.Errorf("tact_run: isError %v, structured %v", res.IsError, sc)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(progress) != 2 {
+		t.Errorf("progress %q, want one notification per step", progress)
+	}
+}
+
+func TestMCPServeHTTP(t *testing.T) {
+	c := newMCPServeCase(t)
+	cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--policy", c.pol, "--http", "127.0.0.1:0")
+	cmd.Env = c.env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	url := ""
+	for url == "" && sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "tact mcp serve: listening on "); ok {
+			url = u
+		}
+	}
+	if url == "" {
+		t.Fatalf("no listening line on stderr: %v", sc.Err())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(res.Tools) != 8 {
+		t.Fatalf("tools/list: %v, %v", res, err)
+	}
+	text, isErr := callText(t, cs, "read_file", map[string]any{"path": "notes.txt"})
+	if isErr || !strings.Contains(text, "alpha") || strings.Contains(text, mcpServeSecret) {
+		t.Errorf("read_file over HTTP: %q isError %v", text, isErr)
+	}
+	cs.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after SIGTERM: %v, want exit 0", err)
+	}
+}
+
+func TestMCPServeHTTPBeyondLoopbackNeedsToken(t *testing.T) {
+	c := newMCPServeCase(t)
+	cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--http", "0.0.0.0:0")
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--token-env") {
+		t.Errorf("%v: %s; want exit 2 naming --token-env", err, out)
+	}
+}
+
+func TestMCPServePrintConfig(t *testing.T) {
+	c := newMCPServeCase(t)
+	cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--no-network", "--print-config")
+	cmd.Env = append(c.env, "TACT_TOOL_TIMEOUT=30s", "TACT_API_TOKEN="+mcpServeSecret)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	e := cfg.MCPServers["tact"]
+	if !filepath.IsAbs(e.Command) || strings.Join(e.Args, " ") != "mcp serve --workspace "+c.ws+" --no-network" {
+		t.Errorf("entry %+v", e)
+	}
+	if e.Env["TACT_TOOL_TIMEOUT"] != "30s" || strings.Contains(string(out), mcpServeSecret) {
+		t.Errorf("env %v: want TACT_TOOL_TIMEOUT and no secret", e.Env)
+	}
+}

@@ -535,3 +535,36 @@ func TestCheckAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsRunConcurrently: a call that waits for a second one's effect
+// ends only if both run at once, on one session.
+func TestCallsRunConcurrently(t *testing.T) {
+	f := newFixture(t, func(s *config.Settings) { s.Yes = true })
+	cs := f.connect(nil)
+	waiting := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_command",
+			Arguments: map[string]any{"command": `sh -c 'touch started; while [ ! -f second ]; do sleep 0.01; done; echo both'`}})
+		if err != nil {
+			t.Error(err)
+		}
+		waiting <- res
+	}()
+	waitFile(t, filepath.Join(f.ws, "started"))
+	if text, isErr := call(t, cs, "write_file", map[string]any{"path": "second", "content": ""}); isErr {
+		t.Fatalf("second call: %q", text)
+	}
+	if res := <-waiting; res == nil || !strings.Contains(resultText(res), "both") {
+		t.Errorf("the first call: %+v", res)
+	}
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

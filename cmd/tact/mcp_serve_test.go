@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tactcli/tact/internal/synth"
 )
 
 const mcpServeSecret = "e2e-mcp-serve-s3cret-77"
@@ -192,5 +193,32 @@ func TestMCPServePrintConfig(t *testing.T) {
 	}
 	if e.Env["TACT_TOOL_TIMEOUT"] != "30s" || strings.Contains(string(out), mcpServeSecret) {
 		t.Errorf("env %v: want TACT_TOOL_TIMEOUT and no secret", e.Env)
+	}
+}
+
+// TestMCPServeRunOnTinyModel: tact_run on the generated random-weight
+// model ends with a result and a termination reason (its answer is noise).
+func TestMCPServeRunOnTinyModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a model; skipped with -short")
+	}
+	c := newMCPServeCase(t)
+	cs := connectStdio(t, c, nil, "--model", synth.Cached(t, synth.Tiny), "--ctx-size", "8192", "--max-tokens", "64", "--seed", "1")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 9 {
+		t.Errorf("%d tools with a model, want 9 (tact_run added)", len(res.Tools))
+	}
+	out, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "tact_run",
+		Arguments: map[string]any{"query": "what do the notes say?", "no_plan": true, "max_iterations": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := out.StructuredContent.(map[string]any)
+	if reason, _ := sc["termination_reason"].(string); reason == "" {
+		raw, _ := json.Marshal(out)
+		t.Errorf("tact_run on the tiny model: %s, want a termination reason", raw)
 	}
 }

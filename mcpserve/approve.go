@@ -86,5 +86,11 @@ func (runPrompter) Ask(ctx context.Context, summary string, options []string) (s
 }
 
 // Prompter is the prompter to open the runtime with, so that the actions
-// of tact_run and tact_exec are asked of the client that called them.
-func Prompter() policy.Prompter { return runPrompter{} }
+// of tact_run and tact_exec are asked of the client that called them;
+// nil with --no-input, which asks nobody.
+func Prompter(noInput bool) policy.Prompter {
+	if noInput {
+		return nil
+	}
+	return runPrompter{}
+}

@@ -32,7 +32,7 @@ type HTTPOptions struct {
 // token so is a Host that is not loopback (DNS rebinding).
 func (s *Server) Handler(o HTTPOptions) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk },
-		&sdk.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: nil})
+		&sdk.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout})
 	return &guard{next: h, o: o, srv: s.sdk}
 }
 

@@ -143,7 +143,7 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 		return st
 	}
 	var prompter policy.Prompter
-	if canElicit(ss) {
+	if canElicit(ss) && !s.rt.S.NoInput {
 		prompter = elicitPrompter{ss}
 	}
 	st := &session{gate: policy.NewGate(policy.GateOptions{Policy: s.cfg.Policy, PolicyPath: s.rt.S.PolicyPath(),

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +55,7 @@ func newFixture(t *testing.T, edit func(s *config.Settings)) *fixture {
 	if edit != nil {
 		edit(s)
 	}
-	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "mcp-serve", MCPServers: []string{}, Prompter: Prompter()})
+	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "mcp-serve", MCPServers: []string{}, Prompter: Prompter(s.NoInput)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,5 +567,79 @@ func waitFile(t *testing.T, path string) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestNoInputNeverAsks: --no-input asks nobody, even a client that could
+// be asked.
+func TestNoInputNeverAsks(t *testing.T) {
+	f := newFixture(t, func(s *config.Settings) { s.NoInput = true })
+	cs := f.connect(&sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		t.Error("asked despite --no-input")
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
+	}})
+	if text, isErr := call(t, cs, "write_file", map[string]any{"path": "x.txt", "content": "no"}); !isErr || !strings.Contains(text, "unattended") {
+		t.Errorf("%q isError %v", text, isErr)
+	}
+}
+
+// BenchmarkHTTPLoad is the load check: 8 HTTP sessions at once,
+// each making 50 calls of list_files and read_file in turn; it reports
+// the calls' p50 and p99 latency. Every call must succeed.
+func BenchmarkHTTPLoad(b *testing.B) {
+	const sessions, calls = 8, 50
+	dir := b.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
+	for i := range 20 {
+		os.WriteFile(filepath.Join(ws, "src", "f"+strconv.Itoa(i)+".txt"), []byte(strings.Repeat("line of text\n", 50)), 0o644)
+	}
+	s := config.Defaults()
+	b.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	s.Workspace, s.Backend, s.Policy, s.History, s.MCPConfig = ws, "none", filepath.Join(dir, "policy.json"), false, ""
+	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "mcp-serve", MCPServers: []string{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	hs := httptest.NewServer(New(rt, Config{Version: "bench"}).Handler(HTTPOptions{MaxSessions: sessions}))
+	defer hs.Close()
+	var all []time.Duration
+	for b.Loop() {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range sessions {
+			wg.Go(func() {
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL}, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer cs.Close()
+				for i := range calls {
+					p := &sdk.CallToolParams{Name: "list_files", Arguments: map[string]any{"path": "src"}}
+					if i%2 == 1 {
+						p = &sdk.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "src/f" + strconv.Itoa(i%20) + ".txt"}}
+					}
+					start := time.Now()
+					res, err := cs.CallTool(context.Background(), p)
+					took := time.Since(start)
+					if err != nil || res.IsError {
+						b.Errorf("%s: %v %v", p.Name, err, res)
+						return
+					}
+					mu.Lock()
+					all = append(all, took)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	slices.Sort(all)
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(len(all)), "calls")
 	}
 }

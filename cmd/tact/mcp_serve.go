@@ -106,7 +106,7 @@ func mcpServeRun(ctx context.Context, o *mcpServeOptions) error {
 	}
 	// No MCP servers are started: their tools are theirs to offer, and a
 	// servers file naming tact itself would start it again and again.
-	rt, err := o.Runtime(ctx, agent.Options{Mode: "mcp-serve", MCPServers: []string{}, Prompter: mcpserve.Prompter(),
+	rt, err := o.Runtime(ctx, agent.Options{Mode: "mcp-serve", MCPServers: []string{}, Prompter: mcpserve.Prompter(s.NoInput),
 		Secrets: []string{token}, History: true})
 	if err != nil {
 		return err

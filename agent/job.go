@@ -107,7 +107,11 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 	}
 	var plan *planner.Plan
 	if job.PlanData != nil {
-		plan, err = planner.Parse(bytes.NewReader(job.PlanData), job.PlanName, rt.Registry)
+		reg := rt.Registry
+		if l.answer != nil {
+			reg = react.AnswerRegistry(reg, l.answer)
+		}
+		plan, err = planner.Parse(bytes.NewReader(job.PlanData), job.PlanName, reg)
 		if err != nil {
 			l.start(query)
 			return nil, badInput(err)

@@ -27,8 +27,10 @@ func (answerTool) Description() string {
 	return "Finish the task and give the final answer: a JSON value following the answer schema."
 }
 
-// withAnswerTool is reg with final_answer's answer following answer.
-func withAnswerTool(reg *tools.Registry, answer json.RawMessage) *tools.Registry {
+// AnswerRegistry is reg with final_answer's answer following the answer
+// schema answer: a saved plan parsed with it may give its answer as a
+// literal JSON value, checked against the schema with FILE:LINE.
+func AnswerRegistry(reg *tools.Registry, answer json.RawMessage) *tools.Registry {
 	list := reg.List()
 	for i, t := range list {
 		if t.Name() == tools.FinalAnswer {
@@ -51,7 +53,7 @@ func (r *run) setAnswerSchema() error {
 	}
 	r.answerV = v
 	if r.e.Registry != nil {
-		r.e.Registry = withAnswerTool(r.e.Registry, r.e.AnswerSchema)
+		r.e.Registry = AnswerRegistry(r.e.Registry, r.e.AnswerSchema)
 	}
 	return nil
 }

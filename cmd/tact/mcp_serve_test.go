@@ -8,6 +8,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,31 +116,8 @@ func TestMCPServeRunOnScript(t *testing.T) {
 
 func TestMCPServeHTTP(t *testing.T) {
 	c := newMCPServeCase(t)
-	cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--policy", c.pol, "--http", "127.0.0.1:0")
-	cmd.Env = c.env
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	url := ""
-	for url == "" && sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "tact mcp serve: listening on "); ok {
-			url = u
-		}
-	}
-	if url == "" {
-		t.Fatalf("no listening line on stderr: %v", sc.Err())
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	srv := startMCPHTTP(t, c)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +130,12 @@ func TestMCPServeHTTP(t *testing.T) {
 		t.Errorf("read_file over HTTP: %q isError %v", text, isErr)
 	}
 	cs.Close()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	err = <-srv.exited
+	srv.exited <- err // for the clean-up
+	if err != nil {
 		t.Errorf("after SIGTERM: %v, want exit 0", err)
 	}
 }
@@ -221,4 +202,136 @@ func TestMCPServeRunOnTinyModel(t *testing.T) {
 		raw, _ := json.Marshal(out)
 		t.Errorf("tact_run on the tiny model: %s, want a termination reason", raw)
 	}
+}
+
+// npmInspectorCLI is the pinned MCP Inspector CLI (its CLI mode, which
+// needs no browser and runs on Node 20; the @modelcontextprotocol/inspector
+// bundle wants Node 22).
+const npmInspectorCLI = "@modelcontextprotocol/inspector-cli@0.16.0"
+
+// TestMCPServeInspector: the MCP Inspector's CLI lists the tools and calls
+// read_file against tact mcp serve over stdio and over HTTP.
+func TestMCPServeInspector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs the MCP Inspector from npm")
+	}
+	cli, err := ensureInspector()
+	if errors.Is(err, errNoNode) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newMCPServeCase(t)
+	inspect := func(target []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("node", append(append([]string{cli}, target...), args...)...)
+		cmd.Env = c.env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	srv := startMCPHTTP(t, c)
+	for name, target := range map[string][]string{
+		"stdio": {c.bin, "mcp", "serve", "--workspace", c.ws},
+		"http":  {srv.url, "--transport", "http"},
+	} {
+		var list struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal([]byte(inspect(target, "--method", "tools/list")), &list); err != nil || len(list.Tools) != 8 {
+			t.Errorf("%s: tools/list: %v %+v", name, err, list)
+		}
+		out := inspect(target, "--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=notes.txt")
+		if !strings.Contains(out, "alpha") || strings.Contains(out, mcpServeSecret) {
+			t.Errorf("%s: read_file: %s", name, out)
+		}
+	}
+}
+
+// mcpHTTPServer is a tact mcp serve --http process.
+type mcpHTTPServer struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan error // Wait's error, once it has exited
+}
+
+// startMCPHTTP starts tact mcp serve --http on a free loopback port; a
+// server still running is killed with the test.
+func startMCPHTTP(t *testing.T, c *e2eCase) *mcpHTTPServer {
+	t.Helper()
+	cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--policy", c.pol, "--http", "127.0.0.1:0")
+	cmd.Env = c.env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srv := &mcpHTTPServer{cmd: cmd, exited: make(chan error, 1)}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "tact mcp serve: listening on "); ok {
+			srv.url = u
+			break
+		}
+	}
+	// Wait only once stderr is read to its end.
+	go func() {
+		for sc.Scan() {
+		}
+		srv.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-srv.exited
+	})
+	if srv.url == "" {
+		t.Fatalf("no listening line on stderr: %v", sc.Err())
+	}
+	return srv
+}
+
+// ensureInspector installs the pinned Inspector CLI into
+// $XDG_CACHE_HOME/tact-test-npm-inspector once (under a lock) and returns
+// its script.
+func ensureInspector() (string, error) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", errNoNode
+		}
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "tact-test-npm-inspector")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	script := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector-cli", "build", "index.js")
+	if npmInstalled(dir, npmInspectorCLI) {
+		return script, nil
+	}
+	out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", npmInspectorCLI).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("npm install %s: %v\n%s", npmInspectorCLI, err, out)
+	}
+	if !npmInstalled(dir, npmInspectorCLI) {
+		return "", fmt.Errorf("npm install did not install %s into %s:\n%s", npmInspectorCLI, dir, out)
+	}
+	return script, nil
 }

@@ -198,3 +198,14 @@ func FuzzResume(f *testing.F) {
 		}
 	})
 }
+
+// Every reason has its own exit code (scripts tell outcomes apart by it).
+func TestReasonsHaveDistinctCodes(t *testing.T) {
+	seen := map[int]Reason{}
+	for _, r := range Reasons {
+		if other, dup := seen[r.ExitCode()]; dup {
+			t.Errorf("%s and %s share exit code %d", r, other, r.ExitCode())
+		}
+		seen[r.ExitCode()] = r
+	}
+}

@@ -148,7 +148,7 @@ type run struct {
 	// cpRecords are the records redacted for checkpoints so far (records
 	// only grow: each is redacted once, not at every step).
 	cpRecords []CheckpointRecord
-	resumed      bool // the run goes on from a checkpoint (Resume)
+	resumed   bool // the run goes on from a checkpoint (Resume)
 }
 
 // Run executes plan (nil in free mode) for query. It never returns an error:

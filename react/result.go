@@ -32,6 +32,10 @@ const (
 	ReasonInvalidAnswer Reason = "invalid_answer"
 )
 
+// Reasons lists every termination reason (tact log --reason accepts them).
+var Reasons = []Reason{ReasonSuccess, ReasonFailure, ReasonMaxIterations, ReasonStalled, ReasonTokenBudget,
+	ReasonTimeout, ReasonCustom, ReasonCancelled, ReasonError, ReasonInvalidAnswer}
+
 // ExitCode is the process exit code for r.
 func (r Reason) ExitCode() int {
 	switch r {

@@ -214,12 +214,13 @@ func (o *logOptions) filter() (history.Filter, error) {
 // logReasons are the reasons --reason accepts: the run's termination
 // reasons (react.Reason, as --json's termination_reason) and the store's
 // "interrupted" for a run that never ended.
-var logReasons = []string{
-	string(react.ReasonSuccess), string(react.ReasonFailure), string(react.ReasonMaxIterations),
-	string(react.ReasonStalled), string(react.ReasonTokenBudget), string(react.ReasonTimeout),
-	string(react.ReasonCustom), string(react.ReasonCancelled), string(react.ReasonError),
-	history.ReasonInterrupted,
-}
+var logReasons = func() []string {
+	var out []string
+	for _, r := range react.Reasons {
+		out = append(out, string(r))
+	}
+	return append(out, history.ReasonInterrupted)
+}()
 
 // workspaceKey is dir as the engine records a workspace (tools.NewEnv: the
 // absolute path, symlinks evaluated). A directory that is gone keeps its

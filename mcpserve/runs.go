@@ -12,8 +12,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/schema"
 )
 
 // Whole runs as one tool call: tact_run (a query, planned and executed)
@@ -25,13 +27,15 @@ import (
 const runSchema = `{"type":"object","properties":{
 "query":{"type":"string","minLength":1,"description":"what to do, in plain words"},
 "no_plan":{"type":"boolean","description":"free ReAct: no planner, the model picks every action"},
-"max_iterations":{"type":"integer","minimum":1,"description":"action budget when no_plan is true"}},
+"max_iterations":{"type":"integer","minimum":1,"description":"action budget when no_plan is true"},
+"schema":{"type":["object","boolean"],"description":"a JSON Schema the answer must validate against (as tact run --schema): the answer is then a JSON value, its compact JSON the text"}},
 "required":["query"],"additionalProperties":false}`
 
 const execSchema = `{"type":"object","properties":{
 "path":{"type":"string","minLength":1,"description":"a saved plan (JSONL, as tact plan writes it) inside the workspace"},
 "rows":{"type":"array","items":{"type":"object"},"minItems":1,"description":"the plan's rows inline, as tact plan writes them (a header row first is optional)"},
-"query":{"type":"string","description":"the query, for a plan without a header"}},
+"query":{"type":"string","description":"the query, for a plan without a header"},
+"schema":{"type":["object","boolean"],"description":"a JSON Schema the plan's final answer must validate against (as tact exec --schema)"}},
 "additionalProperties":false}`
 
 // maxPlanBytes bounds a saved plan read for tact_exec.
@@ -61,9 +65,10 @@ func execTool(ann *sdk.ToolAnnotations) *sdk.Tool {
 // no_plan and max_iterations replaced when given.
 func (s *Server) decodeRun(args json.RawMessage) (agent.Job, error) {
 	var in struct {
-		Query         string `json:"query"`
-		NoPlan        *bool  `json:"no_plan"`
-		MaxIterations *int   `json:"max_iterations"`
+		Query         string          `json:"query"`
+		NoPlan        *bool           `json:"no_plan"`
+		MaxIterations *int            `json:"max_iterations"`
+		Schema        json.RawMessage `json:"schema"`
 	}
 	if err := strictDecode(args, &in); err != nil {
 		return agent.Job{}, err
@@ -72,6 +77,9 @@ func (s *Server) decodeRun(args json.RawMessage) (agent.Job, error) {
 		return agent.Job{}, errors.New("query: empty")
 	}
 	st := *s.rt.S
+	if err := setAnswerSchema(&st, in.Schema); err != nil {
+		return agent.Job{}, err
+	}
 	if in.NoPlan != nil {
 		st.NoPlan = *in.NoPlan
 	}
@@ -88,14 +96,22 @@ func (s *Server) decodeRun(args json.RawMessage) (agent.Job, error) {
 // inline rows.
 func (s *Server) decodeExec(args json.RawMessage) (agent.Job, error) {
 	var in struct {
-		Path  string            `json:"path"`
-		Rows  []json.RawMessage `json:"rows"`
-		Query string            `json:"query"`
+		Path   string            `json:"path"`
+		Rows   []json.RawMessage `json:"rows"`
+		Query  string            `json:"query"`
+		Schema json.RawMessage   `json:"schema"`
 	}
 	if err := strictDecode(args, &in); err != nil {
 		return agent.Job{}, err
 	}
 	job := agent.Job{Query: in.Query}
+	if len(in.Schema) > 0 {
+		st := *s.rt.S
+		if err := setAnswerSchema(&st, in.Schema); err != nil {
+			return job, err
+		}
+		job.Settings = &st
+	}
 	switch {
 	case in.Path != "" && len(in.Rows) > 0:
 		return job, errors.New("give path or rows, not both")
@@ -227,5 +243,20 @@ func strictDecode(args json.RawMessage, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
+	return nil
+}
+
+// setAnswerSchema makes a call's schema argument the run's answer schema
+// (compiled first: one that does not compile is the call's error, naming
+// the keyword path); none keeps the server's --schema.
+func setAnswerSchema(st *config.Settings, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	compiled, err := schema.CompileAnswer(raw)
+	if err != nil {
+		return fmt.Errorf("schema: %v", err)
+	}
+	st.Schema = string(compiled) // inline JSON, never an @FILE
 	return nil
 }

@@ -643,3 +643,26 @@ func BenchmarkHTTPLoad(b *testing.B) {
 		b.ReportMetric(float64(len(all)), "calls")
 	}
 }
+
+// tact_run's schema argument shapes the answer as tact run --schema does:
+// a JSON value, its compact JSON the text; a schema that does not compile
+// is the call's error.
+func TestRunWithSchema(t *testing.T) {
+	dir := t.TempDir()
+	script := scriptFile(t, dir,
+		`{"thought":"the count is known already","tool":"final_answer","args":{"answer":{"count":2}}}`)
+	f := newFixture(t, func(s *config.Settings) { s.Backend, s.Script = "script", script })
+	cs := f.connect(nil)
+	sch := map[string]any{"type": "object", "properties": map[string]any{"count": map[string]any{"type": "integer"}}, "required": []any{"count"}}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "tact_run", Arguments: map[string]any{"query": "how many?", "no_plan": true, "schema": sch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || resultText(res) != `{"count":2}` {
+		t.Fatalf("tact_run with a schema: %q isError %v", resultText(res), res.IsError)
+	}
+	text, isErr := call(t, cs, "tact_run", map[string]any{"query": "q", "schema": map[string]any{"type": "nope"}})
+	if !isErr || !strings.Contains(text, "schema") {
+		t.Errorf("a bad schema: %q isError %v", text, isErr)
+	}
+}

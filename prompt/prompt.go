@@ -47,6 +47,9 @@ type System struct {
 	RequireThought bool
 	MinThought     int
 	AllowReplan    bool
+	// ProjectInstructions are the workspace's AGENTS.md files, joined
+	// (internal/instructions); "" when none or turned off.
+	ProjectInstructions string
 }
 
 // Task is the first user message: the query and the plan outline.

@@ -14,6 +14,8 @@ func TestTemplatesRender(t *testing.T) {
 	}{
 		{"system", System{Tools: tools, ThoughtPrompt: DefaultThoughtPrompt, RequireThought: true, MinThought: 10, AllowReplan: true},
 			[]string{"- read_file [read]: Read a file.", `args: {"type":"object"}`, "- replan:", "at least 10 characters", "Think step by step"}},
+		{"system", System{ThoughtPrompt: DefaultThoughtPrompt, ProjectInstructions: "From AGENTS.md:\nUse tabs."},
+			[]string{"Think step by step before deciding on an action.\n\nProject instructions, from the workspace's AGENTS.md files", "From AGENTS.md:\nUse tabs."}},
 		{"task", Task{Query: "why?", Outline: []string{"1. read_file {}"}}, []string{"Query: why?", "Plan:\n1. read_file {}"}},
 		{"next", Next{Reason: "The last action failed.", PendingStep: 2, PendingTool: "jq", PendingArgs: "{}", PendingWhy: "skipped: invalid_action", Nudge: true, Remaining: 3},
 			[]string{"The last action failed.", "Pending plan step 2: jq {} (skipped: invalid_action)", "If you can answer now", "Attempts left: 3"}},
@@ -40,5 +42,11 @@ func TestTemplatesRender(t *testing.T) {
 func TestPlannerUserWithoutTranscriptIsJustTheQuery(t *testing.T) {
 	if got := Render("planner_user", Planner{Query: "list the files"}); got != "Query: list the files" {
 		t.Fatalf("%q", got)
+	}
+}
+
+func TestSystemWithoutProjectInstructionsSaysNothingOfThem(t *testing.T) {
+	if got := Render("system", System{ThoughtPrompt: DefaultThoughtPrompt}); strings.Contains(got, "Project instructions") {
+		t.Fatalf("%s", got)
 	}
 }

@@ -43,6 +43,10 @@ type Options struct {
 	// (Result.Answer), and a run that cannot give one that validates
 	// ends with ReasonInvalidAnswer. Compiled by schema.CompileAnswer.
 	AnswerSchema json.RawMessage
+	// ProjectInstructions end the system prompt (the workspace's AGENTS.md
+	// files, internal/instructions): in the pinned prefix, so the prompt
+	// cache and KV reuse keep working, its key covering them.
+	ProjectInstructions string
 }
 
 // Replanner makes a new plan from the transcript so far.
@@ -364,7 +368,8 @@ func (r *run) systemPrompt() string {
 	return prompt.Render("system", prompt.System{
 		Tools: tools.PromptTools(r.allowedTools()), ThoughtPrompt: tp,
 		RequireThought: r.e.RequireThought, MinThought: r.e.MinThoughtLength,
-		AllowReplan: r.plan != nil && r.e.Planner != nil,
+		AllowReplan:         r.plan != nil && r.e.Planner != nil,
+		ProjectInstructions: r.e.ProjectInstructions,
 	})
 }
 

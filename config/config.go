@@ -46,6 +46,10 @@ type Settings struct {
 	// a stalled stream is cut off) and, in tact serve, each HTTP request.
 	RequestTimeout time.Duration `envconfig:"TACT_REQUEST_TIMEOUT" flag:"request-timeout" default:"5m" desc:"bound one request to a model server (openai backend) and, in tact serve, each HTTP request (0: none)"`
 
+	// Project instructions: the workspace's AGENTS.md files, joined into
+	// the system prompt (internal/instructions).
+	ProjectInstructions bool `envconfig:"TACT_PROJECT_INSTRUCTIONS" flag:"no-project-instructions" default:"true" desc:"put the workspace's AGENTS.md (else TACT.md) files, from its git root down to it, in the system prompt (false, or the flag --no-project-instructions: none)"`
+
 	// The run history (docs/history.md).
 	History        bool          `envconfig:"TACT_HISTORY" flag:"no-history" default:"true" desc:"keep every run in the run history, $XDG_STATE_HOME/tact/runs.db (false, or the flag --no-history: keep none)"`
 	HistoryMaxAge  time.Duration `envconfig:"TACT_HISTORY_MAX_AGE" flag:"history-max-age" default:"2160h" desc:"runs older than this leave the run history, checked at most once a day (0: kept whatever their age)"`

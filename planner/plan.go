@@ -23,6 +23,10 @@ type Header struct {
 	Query   string         `json:"query"`
 	Created time.Time      `json:"created"`
 	Planner map[string]any `json:"planner,omitempty"`
+	// Params declares the plan's parameters (see params.go).
+	Params map[string]ParamSpec `json:"params,omitempty"`
+	// Line is the header's source line (0 for planner-made headers).
+	Line int `json:"-"`
 }
 
 // Step is one plan row. Args values are literals, "" (fill from context with
@@ -182,6 +186,10 @@ func (p *Plan) addRow(text []byte, name string, line int, reg *tools.Registry) *
 		if err := strictDecode(text, &h); err != nil {
 			return fail("invalid plan header: %s", jsonErr(err))
 		}
+		if perr := checkParamSpecs(h.Params); perr != "" {
+			return fail("invalid plan header: %s", perr)
+		}
+		h.Line = line
 		p.Header = &h
 		return nil
 	case "", "step":
@@ -226,9 +234,11 @@ const (
 	ArgLiteral ArgKind = iota
 	ArgFill            // "": one model call fills it
 	ArgJQ              // {"$jq": EXPR}
+	ArgParam           // {"$param": NAME}: the value tact exec is given for NAME
 )
 
-// ClassifyArg says what kind of value raw is; for ArgJQ it returns the expression.
+// ClassifyArg says what kind of value raw is; for ArgJQ it returns the
+// expression, for ArgParam the parameter's name.
 func ClassifyArg(raw json.RawMessage) (ArgKind, string) {
 	t := bytes.TrimSpace(raw)
 	if string(t) == `""` {
@@ -243,15 +253,22 @@ func ClassifyArg(raw json.RawMessage) (ArgKind, string) {
 					return ArgJQ, expr
 				}
 			}
+			if e, ok := m["$param"]; ok {
+				var name string
+				if json.Unmarshal(e, &name) == nil {
+					return ArgParam, name
+				}
+			}
 		}
 	}
 	return ArgLiteral, ""
 }
 
 // CheckStep validates a step against the registry: known tool, args an
-// object, every required argument present ("" to fill and {"$jq": ...}
-// count as present), $jq expressions that compile, and literal args that
-// satisfy the tool's schema.
+// object, every required argument present ("" to fill, {"$jq": ...} and
+// {"$param": ...} count as present), $jq expressions that compile, and
+// literal args that satisfy the tool's schema. A parameter's value is
+// checked when it is bound (BindParams).
 func CheckStep(s *Step, reg *tools.Registry) error {
 	if s.Tool == "" {
 		return fmt.Errorf("missing \"tool\"")
@@ -277,8 +294,12 @@ func CheckStep(s *Step, reg *tools.Registry) error {
 			// Bounded (jqx.MaxFilterBytes, long filters compiled in a
 			// child process): plans come from files, models and
 			// `tact serve` clients.
-			if err := jqx.Check(expr, "$state"); err != nil {
+			if err := jqx.Check(expr, "$state", "$params"); err != nil {
 				return fmt.Errorf("argument %q: invalid $jq expression: %v", k, err)
+			}
+		case ArgParam:
+			if !validParamName(expr) {
+				return fmt.Errorf("argument %q: invalid parameter name %q (want letters, digits and _, not starting with a digit)", k, expr)
 			}
 		case ArgLiteral:
 			literal[k] = v

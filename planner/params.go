@@ -1,0 +1,273 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/tactcli/tact/internal/jqx"
+	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/tools"
+)
+
+// ParamSpec declares one plan parameter in the header's "params".
+type ParamSpec struct {
+	Description string `json:"description,omitempty"`
+	// Default is the value when none is given (absent: the parameter is
+	// required).
+	Default json.RawMessage `json:"default,omitempty"`
+}
+
+var paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validParamName: names are jq identifiers, so $params.NAME works.
+func validParamName(name string) bool { return paramName.MatchString(name) }
+
+// ValidParamName reports whether name may name a plan parameter.
+func ValidParamName(name string) bool { return validParamName(name) }
+
+// checkParamSpecs returns what is wrong with a header's declarations ("":
+// nothing).
+func checkParamSpecs(specs map[string]ParamSpec) string {
+	for _, name := range sortedKeys(specs) {
+		if !validParamName(name) {
+			return fmt.Sprintf("params: invalid parameter name %q (want letters, digits and _, not starting with a digit)", name)
+		}
+	}
+	return ""
+}
+
+// jqParamRef finds the parameters a $jq expression names as $params.NAME
+// or $params["NAME"].
+var jqParamRef = regexp.MustCompile(`\$params(?:\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)|\s*\[\s*"([A-Za-z_][A-Za-z0-9_]*)"\s*\])`)
+
+var jqParamsVar = regexp.MustCompile(`\$params\b`)
+
+// ParamRef is one place a plan uses a parameter.
+type ParamRef struct {
+	Name string
+	Line int
+	Arg  string
+}
+
+// ParamRefs lists where the plan's steps use parameters: {"$param": NAME}
+// arguments and $params.NAME in $jq expressions, in plan order.
+func (p *Plan) ParamRefs() []ParamRef {
+	var refs []ParamRef
+	for _, s := range p.Steps {
+		for _, k := range sortedKeys(s.Args) {
+			kind, v := ClassifyArg(s.Args[k])
+			switch kind {
+			case ArgParam:
+				refs = append(refs, ParamRef{v, s.Line, k})
+			case ArgJQ:
+				for _, m := range jqParamRef.FindAllStringSubmatch(v, -1) {
+					refs = append(refs, ParamRef{m[1] + m[2], s.Line, k})
+				}
+			}
+		}
+	}
+	return refs
+}
+
+// BindParams gives the plan's parameters their values: every
+// {"$param": NAME} argument becomes the value (checked against the tool's
+// schema), and every $jq expression using $params gets them bound. given
+// holds JSON values; a JSON string is taken as the JSON it holds when the
+// argument's schema does not take a string but takes that JSON's type (so
+// --param count=3 is the integer 3 where the tool wants an integer).
+// Header defaults fill what is not given. A parameter used without a value
+// or default, or one given that the plan neither declares nor uses, is a
+// *ParseError naming the line; nothing runs before this is done.
+func BindParams(p *Plan, given map[string]json.RawMessage, reg *tools.Registry) error {
+	var specs map[string]ParamSpec
+	headerLine := 0
+	if p.Header != nil {
+		specs, headerLine = p.Header.Params, p.Header.Line
+	}
+	refs := p.ParamRefs()
+	known := map[string]bool{}
+	for name := range specs {
+		known[name] = true
+	}
+	for _, r := range refs {
+		if specs != nil && !known[r.Name] {
+			return &ParseError{p.Source, r.Line, fmt.Sprintf("argument %q: parameter %q is not declared in the plan header's params (declared: %s)", r.Arg, r.Name, strings.Join(sortedKeys(specs), ", "))}
+		}
+	}
+	for _, r := range refs {
+		known[r.Name] = true
+	}
+	for _, name := range sortedKeys(given) {
+		if !known[name] {
+			line := headerLine
+			if line == 0 && len(p.Steps) > 0 {
+				line = p.Steps[0].Line
+			}
+			names := sortedKeys(known)
+			list := "none"
+			if len(names) > 0 {
+				list = strings.Join(names, ", ")
+			}
+			return &ParseError{p.Source, line, fmt.Sprintf("unknown parameter %q (the plan's parameters: %s)", name, list)}
+		}
+	}
+	values := map[string]json.RawMessage{}
+	for name, spec := range specs {
+		if len(spec.Default) > 0 {
+			values[name] = spec.Default
+		}
+	}
+	for name, v := range given {
+		values[name] = v
+	}
+	for _, r := range refs {
+		if _, ok := values[r.Name]; !ok {
+			return &ParseError{p.Source, r.Line, fmt.Sprintf("argument %q: parameter %q has no value and no default: give --param %s=VALUE", r.Arg, r.Name, r.Name)}
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	all, err := json.Marshal(values)
+	if err != nil {
+		return &ParseError{p.Source, headerLine, fmt.Sprintf("parameters: %v", err)}
+	}
+	for i := range p.Steps {
+		if err := bindStep(&p.Steps[i], values, all, reg); err != nil {
+			return &ParseError{p.Source, p.Steps[i].Line, err.Error()}
+		}
+	}
+	return nil
+}
+
+func bindStep(s *Step, values map[string]json.RawMessage, all []byte, reg *tools.Registry) error {
+	t, ok := reg.Get(s.Tool)
+	if !ok {
+		return fmt.Errorf("unknown tool %q", s.Tool)
+	}
+	var shape struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(t.Schema(), &shape) // CheckStep already read it
+	var partial *schema.Validator
+	bound := false
+	for _, k := range sortedKeys(s.Args) {
+		kind, v := ClassifyArg(s.Args[k])
+		switch kind {
+		case ArgParam:
+			val := coerce(values[v], shape.Properties[k])
+			if partial == nil {
+				raw, err := schema.Partial(t.Schema())
+				if err == nil {
+					partial, err = schema.Compile(raw)
+				}
+				if err != nil {
+					return fmt.Errorf("tool %s: bad schema: %v", s.Tool, err)
+				}
+			}
+			one, _ := json.Marshal(map[string]json.RawMessage{k: val})
+			if _, err := partial.ValidateJSON(one); err != nil {
+				return fmt.Errorf("parameter %q (argument %q of %s): %v", v, k, s.Tool, err)
+			}
+			s.Args[k] = val
+			bound = true
+		case ArgJQ:
+			if !jqParamsVar.MatchString(v) {
+				continue
+			}
+			// The values travel in the expression, so the bound plan
+			// stands alone: its rows in the trace and in a checkpoint
+			// (tact run --resume) run the same without the parameters.
+			expr := string(all) + " as $params | (\n" + v + "\n)"
+			if err := jqx.Check(expr, "$state"); err != nil {
+				return fmt.Errorf("argument %q: the $jq expression with $params bound: %v", k, err)
+			}
+			raw, _ := json.Marshal(map[string]string{"$jq": expr})
+			s.Args[k] = raw
+			bound = true
+		}
+	}
+	if bound {
+		return CheckStep(s, reg)
+	}
+	return nil
+}
+
+// coerce turns a JSON string into the JSON it holds when the argument's
+// schema (prop) does not take a string but takes that value's type.
+func coerce(val, prop json.RawMessage) json.RawMessage {
+	var text string
+	if json.Unmarshal(val, &text) != nil {
+		return val
+	}
+	types := schemaTypes(prop)
+	if len(types) == 0 || types["string"] {
+		return val
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return val
+	}
+	if !types[jsonType(v)] && !(jsonType(v) == "integer" && types["number"]) {
+		return val
+	}
+	return json.RawMessage(bytes.TrimSpace([]byte(text)))
+}
+
+// schemaTypes is the set of a schema's "type" keyword (empty: any).
+func schemaTypes(prop json.RawMessage) map[string]bool {
+	var s struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if json.Unmarshal(prop, &s) != nil || len(s.Type) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	var one string
+	if json.Unmarshal(s.Type, &one) == nil {
+		out[one] = true
+		return out
+	}
+	var many []string
+	if json.Unmarshal(s.Type, &many) == nil {
+		for _, t := range many {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+func jsonType(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return "integer"
+		}
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	default:
+		return "object"
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

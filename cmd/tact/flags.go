@@ -109,6 +109,8 @@ func addExecutorFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.IntVar(&s.TokenBudget, "token-budget", s.TokenBudget, "total tokens the run may spend (exit 6)")
 	f.Float32Var(&s.CompactAt, "compact-at", s.CompactAt, "summarize older steps when a prompt would fill this share of the context window")
 	f.IntVar(&s.KeepSteps, "keep-steps", s.KeepSteps, "latest steps a compaction keeps whole")
+	f.Var(invertedBool{&s.ProjectInstructions}, "no-project-instructions", "leave the workspace's AGENTS.md (or TACT.md) files out of the system prompt")
+	f.Lookup("no-project-instructions").NoOptDefVal = "true"
 }
 
 // addHistoryFlags: whether the run is kept in the run history and how

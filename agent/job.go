@@ -24,6 +24,9 @@ type Job struct {
 	// name PlanName:LINE.
 	PlanName string
 	PlanData []byte
+	// Params are the values of the saved plan's parameters (JSON values;
+	// see planner.BindParams), bound before any step runs.
+	Params map[string]json.RawMessage
 	// Events receives this job's events besides the Runtime's sinks.
 	Events react.Sink
 	// Settings, when set, replace the runtime's for this job's executor,
@@ -112,6 +115,9 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 			reg = react.AnswerRegistry(reg, l.answer)
 		}
 		plan, err = planner.Parse(bytes.NewReader(job.PlanData), job.PlanName, reg)
+		if err == nil {
+			err = planner.BindParams(plan, job.Params, reg)
+		}
 		if err != nil {
 			l.start(query)
 			return nil, badInput(err)
@@ -205,7 +211,7 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 			SuccessPhrases: s.SuccessPhrases, FailurePhrases: s.FailurePhrases, StallThreshold: s.StallThreshold,
 			MaxObservationTokens: s.MaxObservationTokens, TokenBudget: s.TokenBudget, StopWhen: s.StopWhen,
 			DryRun: s.DryRun, ContextSize: s.CtxSize, CompactAt: float64(s.CompactAt), KeepSteps: s.KeepSteps,
-			AnswerSchema: l.answer,
+			AnswerSchema: l.answer, ProjectInstructions: rt.projectInstructions(s).Text,
 		},
 		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: rt.gate, Events: l.sink, Redact: rt.Redactor.Redact,
 		Sampling: Sampling(s), MaxTokens: s.MaxTokens, Log: slog.Default(), SpentUsage: spent,
@@ -357,6 +363,9 @@ func (l *life) start(query string) {
 	fields := map[string]any{"query": l.rt.Redactor.Redact(query), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"], "sandbox": l.rt.Env.SandboxInfo()}
 	if l.convID != "" {
 		fields["conversation"], fields["turn"] = l.convID, l.turn
+	}
+	if in := l.rt.projectInstructions(l.s); len(in.Files) > 0 {
+		fields["project_instructions"] = in.Files
 	}
 	l.emit(react.EventRunStart, fields)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tactcli/tact/history"
 	"github.com/tactcli/tact/internal/buildinfo"
 	"github.com/tactcli/tact/internal/filekind"
+	"github.com/tactcli/tact/internal/instructions"
 	"github.com/tactcli/tact/internal/outfile"
 	"github.com/tactcli/tact/internal/procsafe"
 	"github.com/tactcli/tact/llm"
@@ -76,6 +77,9 @@ type Runtime struct {
 	mcp       *mcp.Manager
 	closers   []io.Closer
 	hist      *history.Store // nil: runs are not recorded
+	// instructions are the workspace's AGENTS.md files (read when
+	// S.ProjectInstructions is on), put in every job's system prompt.
+	instructions instructions.Instructions
 }
 
 // Open checks the settings, opens the trace file, the workspace, the
@@ -147,6 +151,9 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	rt.Env.Sandbox, _ = sandbox.ParseMode(s.Sandbox) // checked by validate
 	rt.Env.NoNetwork = s.NoNetwork
 	rt.Env.Redactor = rt.Redactor // tools cut output only where no secret is split
+	if s.ProjectInstructions {
+		rt.loadInstructions()
+	}
 	// The policy file is read before any model call: a bad one fails fast.
 	pol, err := policy.LoadPolicy(s.PolicyPath())
 	if err != nil {
@@ -323,4 +330,27 @@ func ExitCode(err error) int {
 		return react.ReasonCancelled.ExitCode()
 	}
 	return 1
+}
+
+// loadInstructions reads the workspace's project instructions; one that
+// cannot be read is a warning, not the end of the run.
+func (rt *Runtime) loadInstructions() {
+	in, err := instructions.Load(rt.Env.Workspace)
+	if err != nil {
+		slog.Warn("running without the project instructions", "err", err)
+		return
+	}
+	rt.instructions = in
+	if len(in.Files) > 0 {
+		slog.Debug("project instructions", "root", in.Root, "files", in.Files, "bytes", len(in.Text), "cut", in.Cut,
+			"text", rt.Redactor.Redact(in.Text))
+	}
+}
+
+// projectInstructions are the instructions a job with settings s gets.
+func (rt *Runtime) projectInstructions(s *config.Settings) instructions.Instructions {
+	if !s.ProjectInstructions {
+		return instructions.Instructions{}
+	}
+	return rt.instructions
 }

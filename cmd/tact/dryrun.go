@@ -17,6 +17,8 @@ type dryRunSink struct {
 	mu      sync.Mutex
 	write   func(line string)
 	sandbox string // from run_start, printed at execute_start
+	// instructions are the project instruction files run_start names.
+	instructions []string
 }
 
 func newDryRunSink(write func(line string)) *dryRunSink {
@@ -32,9 +34,14 @@ func (d *dryRunSink) Handle(ev react.Event) {
 		if ev.Decode("sandbox", &sb) == nil {
 			d.sandbox = sb.String()
 		}
+		d.instructions = nil
+		_ = ev.Decode("project_instructions", &d.instructions) // absent: none
 	case react.EventExecuteStart:
 		// Not at run_start: a job that cannot start lists nothing.
 		d.write("dry-run: run_command sandbox: " + d.sandbox)
+		if len(d.instructions) > 0 {
+			d.write(termCell("dry-run: project instructions: " + strings.Join(d.instructions, ", ")))
+		}
 	case react.EventStep:
 		var st react.StepTrace
 		if err := ev.Decode("step", &st); err != nil {

@@ -38,6 +38,7 @@ type Settings struct {
 	JSON      bool          `envconfig:"TACT_JSON" flag:"json" desc:"print one JSON result object instead of the bare answer"`
 	Query     string        `envconfig:"TACT_QUERY" flag:"query" desc:"query for plans without a header"`
 	Output    string        `envconfig:"TACT_OUTPUT" flag:"output" desc:"run and exec: also write the answer (with --json the result object) to this file, atomically, only when the run succeeds"`
+	Params    string        `envconfig:"TACT_PARAMS" flag:"param" desc:"exec: values of the plan's parameters, a JSON object of NAME: value (--param NAME=VALUE replaces it)"`
 	Schema    string        `envconfig:"TACT_SCHEMA" flag:"schema" desc:"JSON Schema the final answer must validate against, inline or @FILE: the answer is then one line of compact JSON (exit 11 when no answer validates)"`
 	Verbose   bool          `envconfig:"TACT_VERBOSE" flag:"verbose" desc:"debug logs on stderr (and llama.cpp's own logs)"`
 	Quiet     bool          `envconfig:"TACT_QUIET" flag:"quiet" desc:"only errors on stderr"`

@@ -56,6 +56,13 @@ type System struct {
 type Task struct {
 	Query   string
 	Outline []string // "1. read_file: thought" lines; empty in free mode
+	Files   []TaskFile
+}
+
+// TaskFile is a context file the user gave (tact run -f), already cut.
+type TaskFile struct {
+	Name string
+	Text string
 }
 
 // Next asks for the next action.

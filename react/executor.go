@@ -47,6 +47,9 @@ type Options struct {
 	// files, internal/instructions): in the pinned prefix, so the prompt
 	// cache and KV reuse keep working, its key covering them.
 	ProjectInstructions string
+	// Files are the user's context files (tact run -f), shown in the task
+	// message after the query, each cut to its share of the window.
+	Files []ContextFile
 }
 
 // Replanner makes a new plan from the transcript so far.
@@ -228,6 +231,13 @@ func (e *Executor) newRun(ctx context.Context, query string, plan *planner.Plan)
 	r.addHist(llm.RoleSystem, r.systemPrompt(), histPinned)
 	r.addHist(llm.RoleUser, prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline()}), histPinned)
 	r.initWindow()
+	if len(e.Files) > 0 {
+		// Their share of the window is known once the rest is counted.
+		files := r.taskFiles()
+		r.hist = r.hist[:1]
+		r.addHist(llm.RoleUser, prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline(), Files: files}), histPinned)
+		r.initWindow()
+	}
 	if len(e.Conversation) > 0 {
 		r.addConversation()
 	}

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,18 +203,14 @@ func TestMCPServeRunOnTinyModel(t *testing.T) {
 	}
 }
 
-// npmInspectorCLI is the pinned MCP Inspector CLI (its CLI mode, which
-// needs no browser and runs on Node 20; the @modelcontextprotocol/inspector
-// bundle wants Node 22).
-const npmInspectorCLI = "@modelcontextprotocol/inspector-cli@0.16.0"
-
-// TestMCPServeInspector: the MCP Inspector's CLI lists the tools and calls
+// TestMCPServeInspector: the MCP Inspector's CLI mode (mcp-inspector
+// --cli, on the Node 22 it needs, both from npm) lists the tools and calls
 // read_file against tact mcp serve over stdio and over HTTP.
 func TestMCPServeInspector(t *testing.T) {
 	if testing.Short() {
-		t.Skip("installs the MCP Inspector from npm")
+		t.Skip("installs Node and the MCP Inspector from npm")
 	}
-	cli, err := ensureInspector()
+	inspector, err := ensureNpmInspector()
 	if errors.Is(err, errNoNode) {
 		t.Skip(err)
 	}
@@ -223,19 +218,30 @@ func TestMCPServeInspector(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newMCPServeCase(t)
-	inspect := func(target []string, args ...string) string {
+	// inspect returns the CLI's stdout (its JSON answer) and stderr.
+	inspect := func(target []string, args ...string) (string, string) {
 		t.Helper()
-		cmd := exec.Command("node", append(append([]string{cli}, target...), args...)...)
-		cmd.Env = c.env
-		out, err := cmd.CombinedOutput()
+		cmd := exec.Command(inspector.node, append(append([]string{inspector.launcher, "--cli"}, target...), args...)...)
+		cmd.Env = inspector.env(c.env)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("inspector %v: %v\n%s", args, err, out)
+			t.Fatalf("inspector %v: %v\n%s%s", args, err, out, stderr.String())
 		}
-		return string(out)
+		return string(out), stderr.String()
+	}
+	// The Inspector starts a stdio server with only a few variables of its
+	// own environment (HOME, PATH, ...) and those given with -e: the case's.
+	stdio := []string{}
+	for _, kv := range c.env {
+		if k, v, _ := strings.Cut(kv, "="); k != "" && v != "" {
+			stdio = append(stdio, "-e", kv)
+		}
 	}
 	srv := startMCPHTTP(t, c)
 	for name, target := range map[string][]string{
-		"stdio": {c.bin, "mcp", "serve", "--workspace", c.ws},
+		"stdio": append(stdio, c.bin, "mcp", "serve", "--workspace", c.ws),
 		"http":  {srv.url, "--transport", "http"},
 	} {
 		var list struct {
@@ -243,12 +249,13 @@ func TestMCPServeInspector(t *testing.T) {
 				Name string `json:"name"`
 			} `json:"tools"`
 		}
-		if err := json.Unmarshal([]byte(inspect(target, "--method", "tools/list")), &list); err != nil || len(list.Tools) != 8 {
+		out, _ := inspect(target, "--method", "tools/list")
+		if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Tools) != 8 {
 			t.Errorf("%s: tools/list: %v %+v", name, err, list)
 		}
-		out := inspect(target, "--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=notes.txt")
-		if !strings.Contains(out, "alpha") || strings.Contains(out, mcpServeSecret) {
-			t.Errorf("%s: read_file: %s", name, out)
+		out, stderr := inspect(target, "--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=notes.txt")
+		if !strings.Contains(out, "alpha") || strings.Contains(out+stderr, mcpServeSecret) {
+			t.Errorf("%s: read_file: %s%s", name, out, stderr)
 		}
 	}
 }
@@ -295,43 +302,4 @@ func startMCPHTTP(t *testing.T, c *e2eCase) *mcpHTTPServer {
 		t.Fatalf("no listening line on stderr: %v", sc.Err())
 	}
 	return srv
-}
-
-// ensureInspector installs the pinned Inspector CLI into
-// $XDG_CACHE_HOME/tact-test-npm-inspector once (under a lock) and returns
-// its script.
-func ensureInspector() (string, error) {
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "", errNoNode
-		}
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "tact-test-npm-inspector")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	script := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector-cli", "build", "index.js")
-	if npmInstalled(dir, npmInspectorCLI) {
-		return script, nil
-	}
-	out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", npmInspectorCLI).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("npm install %s: %v\n%s", npmInspectorCLI, err, out)
-	}
-	if !npmInstalled(dir, npmInspectorCLI) {
-		return "", fmt.Errorf("npm install did not install %s into %s:\n%s", npmInspectorCLI, dir, out)
-	}
-	return script, nil
 }

@@ -27,6 +27,10 @@ type Job struct {
 	// Params are the values of the saved plan's parameters (JSON values;
 	// see planner.BindParams), bound before any step runs.
 	Params map[string]json.RawMessage
+	// Files are the user's context files (tact run -f), shown to the
+	// executor in the task message and named by run_start and a plan's
+	// header.
+	Files []react.ContextFile
 	// Events receives this job's events besides the Runtime's sinks.
 	Events react.Sink
 	// Settings, when set, replace the runtime's for this job's executor,
@@ -211,7 +215,7 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 			SuccessPhrases: s.SuccessPhrases, FailurePhrases: s.FailurePhrases, StallThreshold: s.StallThreshold,
 			MaxObservationTokens: s.MaxObservationTokens, TokenBudget: s.TokenBudget, StopWhen: s.StopWhen,
 			DryRun: s.DryRun, ContextSize: s.CtxSize, CompactAt: float64(s.CompactAt), KeepSteps: s.KeepSteps,
-			AnswerSchema: l.answer, ProjectInstructions: rt.projectInstructions(s).Text,
+			AnswerSchema: l.answer, ProjectInstructions: rt.projectInstructions(s).Text, Files: l.files,
 		},
 		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: rt.gate, Events: l.sink, Redact: rt.Redactor.Redact,
 		Sampling: Sampling(s), MaxTokens: s.MaxTokens, Log: slog.Default(), SpentUsage: spent,
@@ -331,8 +335,9 @@ type life struct {
 	convID  string
 	turn    int
 	earlier []react.ConversationEntry
-	rec     *runRecord      // the job's record in the run history (nil: none)
-	answer  json.RawMessage // the job's --schema (nil: none)
+	files   []react.ContextFile // the job's -f inputs
+	rec     *runRecord          // the job's record in the run history (nil: none)
+	answer  json.RawMessage     // the job's --schema (nil: none)
 }
 
 func (rt *Runtime) newLife(job Job) *life {
@@ -344,7 +349,7 @@ func (rt *Runtime) newLife(job Job) *life {
 	if job.Settings != nil {
 		s = job.Settings
 	}
-	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}}
+	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}, files: job.Files}
 	if job.Conversation != nil {
 		l.turn, l.convID, l.earlier = job.Conversation.next()
 	}
@@ -363,6 +368,13 @@ func (l *life) start(query string) {
 	fields := map[string]any{"query": l.rt.Redactor.Redact(query), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"], "sandbox": l.rt.Env.SandboxInfo()}
 	if l.convID != "" {
 		fields["conversation"], fields["turn"] = l.convID, l.turn
+	}
+	if len(l.files) > 0 {
+		names := react.FileNames(l.files)
+		for i, n := range names {
+			names[i] = l.rt.Redactor.Redact(n)
+		}
+		fields["files"] = names
 	}
 	if in := l.rt.projectInstructions(l.s); len(in.Files) > 0 {
 		fields["project_instructions"] = in.Files

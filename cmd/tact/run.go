@@ -14,6 +14,7 @@ type runOptions struct {
 	S       *config.Settings
 	Runtime runtimeFunc
 	Args    []string // the query's words
+	Files   []string // -f: context files ("-": standard input)
 	History historyFlags
 }
 
@@ -24,7 +25,8 @@ func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra
 		Use: "run [QUERY...]",
 		Example: "  tact run \"why is the disk full?\"\n" +
 			"  tact run --resume last            # go on with the newest run, cut by a timeout or a crash\n" +
-			"  tact run -c \"and the biggest file?\"  # a follow-up of the newest run here",
+			"  tact run -c \"and the biggest file?\"  # a follow-up of the newest run here\n" +
+			"  git diff | tact run -f - \"review this change\"",
 		Short: "Plan, then execute; print the final answer",
 		Long:  "Plan the query, then execute the plan with the ReAct executor and print only the\nfinal answer on stdout. The query is the joined arguments, or standard input when\nthere are none (or \"-\").",
 		RunE: func(c *cobra.Command, args []string) error {
@@ -48,6 +50,7 @@ func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
 	addOutputFileFlag(fl, s)
+	addFileFlag(fl, &o.Files)
 	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step")
 	addContinueFlag(fl, &o.History)
 	return cmd
@@ -55,8 +58,8 @@ func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra
 
 func runRun(ctx context.Context, o *runOptions) error {
 	if o.History.Resume != "" {
-		if len(o.Args) > 0 || o.History.Continue != "" {
-			return badInputf("--resume goes on with the run's own query: give no query and no --continue")
+		if len(o.Args) > 0 || o.History.Continue != "" || len(o.Files) > 0 {
+			return badInputf("--resume goes on with the run's own query and context files: give no query, no -f and no --continue")
 		}
 		job, err := resumeJob(ctx, o.S, &o.History)
 		if err != nil {
@@ -64,11 +67,18 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		return runJob(ctx, o.IO, o.S, o.Runtime, "run", job, nil)
 	}
+	if stdinTaken(o.Files) && readsStdin(o.Args) {
+		return stdinConflict("give the query as arguments")
+	}
+	files, err := readContextFiles(o.IO, o.Files)
+	if err != nil {
+		return err
+	}
 	query, err := readQuery(o.IO, o.Args)
 	if err != nil {
 		return err
 	}
-	job := agent.Job{Query: query}
+	job := agent.Job{Query: query, Files: files}
 	if o.History.Continue != "" {
 		turns, err := earlierTurns(ctx, o.History.Continue, o.S.Workspace)
 		if err != nil {

@@ -15,6 +15,7 @@ type execOptions struct {
 	Runtime runtimeFunc
 	Args    []string // the plan file, or none or "-" for standard input
 	History historyFlags
+	Params  *paramFlag // --param
 }
 
 // newExecCmd makes tact exec; runF (nil: execRun) runs it, for tests.
@@ -23,7 +24,7 @@ func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cob
 	cmd := &cobra.Command{
 		Use:   "exec [PLAN.jsonl|-]",
 		Short: "Execute a JSONL plan from a file or standard input",
-		Long:  "Execute a JSONL plan from a file, or from standard input when none is given (or\n\"-\"). The whole plan is checked first: a bad row (unknown tool or field, a\nmissing required argument, a $jq expression that does not compile) exits 2 with\nFILE:LINE before any step runs.",
+		Long:  "Execute a JSONL plan from a file, or from standard input when none is given (or\n\"-\"). The whole plan is checked first: a bad row (unknown tool or field, a\nmissing required argument, a $jq expression that does not compile, a plan\nparameter without a value or one the plan does not have) exits 2 with FILE:LINE\nbefore any step runs. --param NAME=VALUE gives a parameter its value.",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
@@ -46,6 +47,7 @@ func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cob
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
 	addOutputFileFlag(fl, s)
+	o.Params = addParamFlag(fl)
 	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step; no PLAN")
 	return cmd
 }
@@ -55,17 +57,24 @@ func execRun(ctx context.Context, o *execOptions) error {
 		if len(o.Args) > 0 {
 			return badInputf("--resume goes on with the run's own plan: give no PLAN")
 		}
+		if o.History.Changed("param") {
+			return badInputf("--resume goes on with the run's own plan, its parameters bound: give no --param")
+		}
 		job, err := resumeJob(ctx, o.S, &o.History)
 		if err != nil {
 			return err
 		}
 		return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job, nil)
 	}
+	params, err := planParams(o.S, o.Params)
+	if err != nil {
+		return err
+	}
 	name, data, err := readPlanInput(o.IO, o.Args)
 	if err != nil {
 		return err
 	}
 	// The plan names the MCP servers to start: only those start.
-	job := agent.Job{Query: o.S.Query, PlanName: name, PlanData: data}
+	job := agent.Job{Query: o.S.Query, PlanName: name, PlanData: data, Params: params}
 	return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job, planServers(data))
 }

@@ -25,6 +25,9 @@ type Header struct {
 	Planner map[string]any `json:"planner,omitempty"`
 	// Params declares the plan's parameters (see params.go).
 	Params map[string]ParamSpec `json:"params,omitempty"`
+	// Files names the context files (tact plan -f) the plan was made
+	// with: tact exec of it needs as many -f inputs (docs/plans.md).
+	Files []string `json:"files,omitempty"`
 	// Line is the header's source line (0 for planner-made headers).
 	Line int `json:"-"`
 }

@@ -37,6 +37,9 @@ type RunRequest struct {
 	// Schema is the JSON Schema the final answer must validate against
 	// (tact run --schema): final_answer is then that JSON value.
 	Schema json.RawMessage `json:"schema"`
+	// Params are the plan's parameter values (tact exec --param; any JSON
+	// value), bound before any step runs.
+	Params map[string]json.RawMessage `json:"params"`
 }
 
 //go:embed runschema.json
@@ -106,7 +109,9 @@ func (s *Server) decodeRun(body []byte) (*RunRequest, agent.Job, error) {
 	}
 	job := agent.Job{ID: req.ID, Query: req.Query, Settings: &st}
 	if strings.TrimSpace(req.Plan) != "" {
-		job.PlanName, job.PlanData = "plan", []byte(req.Plan)
+		job.PlanName, job.PlanData, job.Params = "plan", []byte(req.Plan), req.Params
+	} else if len(req.Params) > 0 {
+		return nil, agent.Job{}, errors.New("params: given without a plan")
 	}
 	return &req, job, nil
 }

@@ -84,6 +84,7 @@ func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage
 		}
 		return nil, usage, err
 	}
+	l.recordFiles(plan)
 	l.emit(react.EventPlan, map[string]any{"plan": plan.Rows(), "source": plan.Source, "token_usage": usage})
 	return plan, usage, nil
 }
@@ -122,6 +123,9 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		if err == nil {
 			err = planner.BindParams(plan, job.Params, reg)
 		}
+		if err == nil {
+			err = needFiles(plan, job.PlanName, len(job.Files))
+		}
 		if err != nil {
 			l.start(query)
 			return nil, badInput(err)
@@ -153,6 +157,7 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		switch {
 		case err == nil:
 			plan = p
+			l.recordFiles(plan)
 		case ctx.Err() != nil:
 			// The executor ends the run: it reports the timeout or the
 			// cancellation like any other (result, trace event, message).
@@ -399,4 +404,23 @@ func (l *life) finish(err error, usage llm.Usage) {
 	}
 	f["reason"], f["exit_code"], f["success"] = reason, code, err == nil
 	l.emit(react.EventTermination, f)
+}
+
+// recordFiles names the job's context files in the header of the plan made
+// for it, so that tact exec of the saved plan says what it needs.
+func (l *life) recordFiles(plan *planner.Plan) {
+	if plan != nil && plan.Header != nil && len(l.files) > 0 {
+		plan.Header.Files = react.FileNames(l.files)
+	}
+}
+
+// needFiles refuses a saved plan made with context files (its header's
+// files) run with fewer -f inputs: its steps were planned with them.
+func needFiles(plan *planner.Plan, name string, given int) error {
+	h := plan.Header
+	if h == nil || len(h.Files) <= given {
+		return nil
+	}
+	return fmt.Errorf("%s:%d: the plan was made with %d context file(s) (%s): give them with -f, in that order",
+		name, h.Line, len(h.Files), strings.Join(h.Files, ", "))
 }

@@ -14,6 +14,7 @@ type execOptions struct {
 	S       *config.Settings
 	Runtime runtimeFunc
 	Args    []string // the plan file, or none or "-" for standard input
+	Files   []string // -f: context files ("-": standard input)
 	History historyFlags
 	Params  *paramFlag // --param
 }
@@ -48,6 +49,7 @@ func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cob
 	addSafetyFlags(fl, s)
 	addOutputFileFlag(fl, s)
 	o.Params = addParamFlag(fl)
+	addFileFlag(fl, &o.Files)
 	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step; no PLAN")
 	return cmd
 }
@@ -56,6 +58,9 @@ func execRun(ctx context.Context, o *execOptions) error {
 	if o.History.Resume != "" {
 		if len(o.Args) > 0 {
 			return badInputf("--resume goes on with the run's own plan: give no PLAN")
+		}
+		if len(o.Files) > 0 {
+			return badInputf("--resume goes on with the run's own context files: give no -f")
 		}
 		if o.History.Changed("param") {
 			return badInputf("--resume goes on with the run's own plan, its parameters bound: give no --param")
@@ -70,11 +75,18 @@ func execRun(ctx context.Context, o *execOptions) error {
 	if err != nil {
 		return err
 	}
+	if stdinTaken(o.Files) && readsStdin(o.Args) {
+		return stdinConflict("give the plan as a file")
+	}
+	files, err := readContextFiles(o.IO, o.Files)
+	if err != nil {
+		return err
+	}
 	name, data, err := readPlanInput(o.IO, o.Args)
 	if err != nil {
 		return err
 	}
 	// The plan names the MCP servers to start: only those start.
-	job := agent.Job{Query: o.S.Query, PlanName: name, PlanData: data, Params: params}
+	job := agent.Job{Query: o.S.Query, PlanName: name, PlanData: data, Params: params, Files: files}
 	return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job, planServers(data))
 }

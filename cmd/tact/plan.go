@@ -25,6 +25,7 @@ type planOptions struct {
 	S       *config.Settings
 	Runtime runtimeFunc
 	Args    []string // the query's words
+	Files   []string // -f: context files, named in the plan's header
 	// From is a recorded run (an id, a unique prefix, or "last") to make
 	// the plan of instead of planning; AnswerJQ its final answer's $jq.
 	From     string
@@ -61,6 +62,7 @@ func newPlanCmd(f *factory, runF func(context.Context, *planOptions) error) *cob
 	addModelFlags(fl, s)
 	fl.StringVar(&o.From, "from", "", "make the plan of recorded run `RUN` (id, unique prefix or last) instead of planning; no model")
 	fl.StringVar(&o.AnswerJQ, "answer-jq", "", "with --from: the final answer's $jq `EXPR` over the run state (e.g. .steps[-1].output)")
+	addFileFlag(fl, &o.Files)
 	return cmd
 }
 
@@ -70,6 +72,13 @@ func planRun(ctx context.Context, o *planOptions) error {
 	}
 	if o.AnswerJQ != "" {
 		return badInputf("--answer-jq needs --from RUN")
+	}
+	if stdinTaken(o.Files) && readsStdin(o.Args) {
+		return stdinConflict("give the query as arguments")
+	}
+	files, err := readContextFiles(o.IO, o.Files)
+	if err != nil {
+		return err
 	}
 	query, err := readQuery(o.IO, o.Args)
 	if err != nil {
@@ -81,7 +90,7 @@ func planRun(ctx context.Context, o *planOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, usage, err := rt.Plan(ctx, agent.Job{Query: query})
+	plan, usage, err := rt.Plan(ctx, agent.Job{Query: query, Files: files})
 	if err != nil {
 		return err
 	}
@@ -113,6 +122,9 @@ func writePlan(o *planOptions, plan *planner.Plan, usage llm.Usage, red *redact.
 func planFromRun(ctx context.Context, o *planOptions) error {
 	if len(o.Args) > 0 {
 		return badInputf("--from takes no query: the plan's query is the run's")
+	}
+	if len(o.Files) > 0 {
+		return badInputf("--from takes no -f: the plan is the run's")
 	}
 	st, rec, err := openRun(ctx, o.DBPath, o.From)
 	if err != nil {

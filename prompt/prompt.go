@@ -98,6 +98,9 @@ type Planner struct {
 	// rendered; ConversationOmitted counts older ones left out to fit.
 	Conversation        []string
 	ConversationOmitted int
+	// Params names the parameters of a plan made as a template (tact plan
+	// --param-name): the planner writes {{NAME}} where a value belongs.
+	Params []string
 }
 
 // TranscriptEntry is one executed (or skipped) action, given to the planner on a replan.

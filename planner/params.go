@@ -271,3 +271,78 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// placeholder is {{NAME}} as the planner writes it where a parameter's
+// value belongs.
+var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+
+// templatize makes a planned plan a template of the parameters names: the
+// header declares them, and a string argument that is {{NAME}} becomes
+// {"$param": NAME}, one that holds it among other text a $jq expression
+// joining the text and $params.NAME. Placeholders of other names stay.
+func templatize(p *Plan, names []string, reg *tools.Registry) error {
+	declared := map[string]bool{}
+	if p.Header.Params == nil {
+		p.Header.Params = map[string]ParamSpec{}
+	}
+	for _, n := range names {
+		if !validParamName(n) {
+			return fmt.Errorf("invalid parameter name %q (want letters, digits and _, not starting with a digit)", n)
+		}
+		declared[n] = true
+		p.Header.Params[n] = ParamSpec{}
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		changed := false
+		for _, k := range sortedKeys(s.Args) {
+			var text string
+			if kind, _ := ClassifyArg(s.Args[k]); kind != ArgLiteral || json.Unmarshal(s.Args[k], &text) != nil {
+				continue
+			}
+			if v, ok := templateArg(text, declared); ok {
+				s.Args[k] = v
+				changed = true
+			}
+		}
+		if changed {
+			if err := CheckStep(s, reg); err != nil {
+				return fmt.Errorf("step %d: %v", i+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// templateArg is the argument for text with placeholders of declared
+// names (false: it has none).
+func templateArg(text string, declared map[string]bool) (json.RawMessage, bool) {
+	var parts []string
+	last, found := 0, false
+	for _, m := range placeholder.FindAllStringSubmatchIndex(text, -1) {
+		name := text[m[2]:m[3]]
+		if !declared[name] {
+			continue
+		}
+		if m[0] == 0 && m[1] == len(text) {
+			raw, _ := json.Marshal(map[string]string{"$param": name})
+			return raw, true
+		}
+		found = true
+		if m[0] > last {
+			lit, _ := json.Marshal(text[last:m[0]])
+			parts = append(parts, string(lit))
+		}
+		parts = append(parts, "($params."+name+" | tostring)")
+		last = m[1]
+	}
+	if !found {
+		return nil, false
+	}
+	if last < len(text) {
+		lit, _ := json.Marshal(text[last:])
+		parts = append(parts, string(lit))
+	}
+	raw, _ := json.Marshal(map[string]string{"$jq": strings.Join(parts, " + ")})
+	return raw, true
+}

@@ -137,3 +137,49 @@ func FuzzBindParams(f *testing.F) {
 		}
 	})
 }
+
+func TestTemplatize(t *testing.T) {
+	reg := tools.DefaultRegistry()
+	p := &Plan{Header: &Header{Type: "plan", Query: "q"}, Steps: []Step{
+		{Tool: "read_file", Args: map[string]json.RawMessage{"path": str("{{path}}")}},
+		{Tool: "search_files", Args: map[string]json.RawMessage{"pattern": str("ERROR {{ word }}"), "path": str("{{other}}")}},
+		{Tool: "final_answer", Args: map[string]json.RawMessage{"answer": str("")}},
+	}}
+	if err := templatize(p, []string{"path", "word"}, reg); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(p.Steps[0].Args["path"]); got != `{"$param":"path"}` {
+		t.Errorf("whole placeholder: %s", got)
+	}
+	if got := string(p.Steps[1].Args["path"]); got != `"{{other}}"` {
+		t.Errorf("an undeclared name stays: %s", got)
+	}
+	if _, ok := p.Header.Params["path"]; !ok || len(p.Header.Params) != 2 {
+		t.Errorf("header params: %v", p.Header.Params)
+	}
+	// The plan as tact plan writes it reads back, and binds.
+	var buf strings.Builder
+	if err := p.WriteJSONL(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Parse(strings.NewReader(buf.String()), "t.jsonl", reg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if err := BindParams(q, map[string]json.RawMessage{"path": str("a.txt"), "word": str("disk")}, reg); err != nil {
+		t.Fatal(err)
+	}
+	_, expr := ClassifyArg(q.Steps[1].Args["pattern"])
+	state := json.RawMessage(`{"steps":[]}`)
+	out, err := jqx.Eval(context.Background(), jqx.Request{Expr: expr, Vars: []string{"$state"}, VarValues: []json.RawMessage{state}, Input: state, MaxResults: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Results[0]); got != `"ERROR disk"` {
+		t.Errorf("placeholder inside text: %s", got)
+	}
+	q, _ = Parse(strings.NewReader(buf.String()), "t.jsonl", reg)
+	if err := BindParams(q, map[string]json.RawMessage{"path": str("a.txt")}, reg); err == nil || !strings.Contains(err.Error(), `parameter "word" has no value`) {
+		t.Errorf("missing word: %v", err)
+	}
+}

@@ -33,6 +33,10 @@ type Planner struct {
 	// rendered, oldest first: the planner sees them before the query so a
 	// follow-up ("now open the second one") can be planned.
 	Conversation []string
+	// Params makes the plan a template (tact plan --param-name): the
+	// planner is asked for {{NAME}} where a parameter's value belongs, and
+	// the plan gets {"$param": NAME} there and the header declares them.
+	Params []string
 }
 
 // TranscriptEntry is one executed or skipped action, given to the planner on a replan.
@@ -72,7 +76,7 @@ func (p *Planner) tools() []tools.Tool {
 // what ran so far and old is the plan being replaced (may be nil).
 func (p *Planner) Plan(ctx context.Context, query string, transcript []TranscriptEntry, old *Plan) (*Plan, llm.Usage, error) {
 	offered := p.tools()
-	data := prompt.Planner{Tools: tools.PromptTools(offered), Query: query, MaxSteps: p.MaxSteps, Conversation: p.Conversation}
+	data := prompt.Planner{Tools: tools.PromptTools(offered), Query: query, MaxSteps: p.MaxSteps, Conversation: p.Conversation, Params: p.Params}
 	for _, t := range transcript {
 		data.Transcript = append(data.Transcript, prompt.TranscriptEntry{
 			Step: t.Step, Tool: t.Tool, Args: string(t.Args), Stdout: t.Stdout, Stderr: t.Stderr,
@@ -106,6 +110,11 @@ func (p *Planner) Plan(ctx context.Context, query string, transcript []Transcrip
 		return nil, resp.Usage, err
 	}
 	plan.Header = &Header{Type: "plan", Query: query, Created: time.Now().UTC().Truncate(time.Second), Planner: p.Info}
+	if len(p.Params) > 0 {
+		if err := templatize(plan, p.Params, p.Registry); err != nil {
+			return nil, resp.Usage, &InvalidReplyError{Text: resp.Text, Err: err}
+		}
+	}
 	return plan, resp.Usage, nil
 }
 

@@ -27,6 +27,9 @@ type Job struct {
 	// Params are the values of the saved plan's parameters (JSON values;
 	// see planner.BindParams), bound before any step runs.
 	Params map[string]json.RawMessage
+	// ParamNames makes the plan of Runtime.Plan a template with these
+	// parameters (tact plan --param-name; see planner.Planner.Params).
+	ParamNames []string
 	// Files are the user's context files (tact run -f), shown to the
 	// executor in the task message and named by run_start and a plan's
 	// header.
@@ -75,6 +78,12 @@ func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage
 	if rt.noModel != nil {
 		return nil, usage, rt.needModel("planning", ", --script, or run a saved plan with `tact exec`")
 	}
+	for _, n := range job.ParamNames {
+		if !planner.ValidParamName(n) {
+			return nil, usage, badInputf("--param-name %q: want letters, digits and _, not starting with a digit", n)
+		}
+	}
+	l.paramNames = job.ParamNames
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	plan, usage, err = rt.makePlan(ctx, l, job.Query)
@@ -83,6 +92,18 @@ func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage
 			return nil, usage, contextError(ctx)
 		}
 		return nil, usage, err
+	}
+	unused := map[string]bool{}
+	for _, n := range job.ParamNames {
+		unused[n] = true
+	}
+	for _, r := range plan.ParamRefs() {
+		delete(unused, r.Name)
+	}
+	for _, n := range job.ParamNames {
+		if unused[n] {
+			slog.Warn("the plan does not use a parameter it declares: the planner wrote no {{"+n+"}}", "param", n)
+		}
 	}
 	l.recordFiles(plan)
 	l.emit(react.EventPlan, map[string]any{"plan": plan.Rows(), "source": plan.Source, "token_usage": usage})
@@ -269,10 +290,11 @@ func (l *life) withTimeout(ctx context.Context) (context.Context, context.Cancel
 // planner is the runtime's planner, with the job's sampling, reply size
 // and --allow-tools when the job has its own settings.
 func (l *life) planner() *planner.Planner {
-	if l.s == l.rt.S && len(l.earlier) == 0 {
+	if l.s == l.rt.S && len(l.earlier) == 0 && len(l.paramNames) == 0 {
 		return l.rt.planner
 	}
 	p := *l.rt.planner
+	p.Params = l.paramNames
 	p.Sampling, p.MaxTokens, p.MinReplyTokens = Sampling(l.s), planMaxTokens(l.s), l.s.MaxTokens
 	if len(l.s.AllowTools) > 0 {
 		p.Tools = l.s.AllowTools
@@ -342,7 +364,9 @@ type life struct {
 	earlier []react.ConversationEntry
 	files   []react.ContextFile // the job's -f inputs
 	rec     *runRecord          // the job's record in the run history (nil: none)
-	answer  json.RawMessage     // the job's --schema (nil: none)
+	// paramNames makes the job's plan a template (Job.ParamNames).
+	paramNames []string
+	answer     json.RawMessage // the job's --schema (nil: none)
 }
 
 func (rt *Runtime) newLife(job Job) *life {

@@ -30,6 +30,9 @@ type planOptions struct {
 	// the plan of instead of planning; AnswerJQ its final answer's $jq.
 	From     string
 	AnswerJQ string
+	// ParamNames (--param-name) make the plan a template with these
+	// parameters.
+	ParamNames []string
 	DBPath   func() (string, error) // the run history (history.DefaultPath)
 }
 
@@ -63,15 +66,24 @@ func newPlanCmd(f *factory, runF func(context.Context, *planOptions) error) *cob
 	fl.StringVar(&o.From, "from", "", "make the plan of recorded run `RUN` (id, unique prefix or last) instead of planning; no model")
 	fl.StringVar(&o.AnswerJQ, "answer-jq", "", "with --from: the final answer's $jq `EXPR` over the run state (e.g. .steps[-1].output)")
 	addFileFlag(fl, &o.Files)
+	fl.StringArrayVar(&o.ParamNames, "param-name", nil, "make the plan a template with parameter `NAME`: the planner writes {\"$param\": NAME} where its value belongs, tact exec --param NAME=VALUE gives it; repeatable")
 	return cmd
 }
 
 func planRun(ctx context.Context, o *planOptions) error {
 	if o.From != "" {
+		if len(o.ParamNames) > 0 {
+			return badInputf("--param-name makes a planned query a template: not with --from")
+		}
 		return planFromRun(ctx, o)
 	}
 	if o.AnswerJQ != "" {
 		return badInputf("--answer-jq needs --from RUN")
+	}
+	for _, n := range o.ParamNames {
+		if !planner.ValidParamName(n) {
+			return badInputf("--param-name %q: want letters, digits and _, not starting with a digit", n)
+		}
 	}
 	if stdinTaken(o.Files) && readsStdin(o.Args) {
 		return stdinConflict("give the query as arguments")
@@ -90,7 +102,7 @@ func planRun(ctx context.Context, o *planOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, usage, err := rt.Plan(ctx, agent.Job{Query: query, Files: files})
+	plan, usage, err := rt.Plan(ctx, agent.Job{Query: query, Files: files, ParamNames: o.ParamNames})
 	if err != nil {
 		return err
 	}

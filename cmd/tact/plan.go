@@ -33,7 +33,7 @@ type planOptions struct {
 	// ParamNames (--param-name) make the plan a template with these
 	// parameters.
 	ParamNames []string
-	DBPath   func() (string, error) // the run history (history.DefaultPath)
+	DBPath     func() (string, error) // the run history (history.DefaultPath)
 }
 
 // newPlanCmd makes tact plan; runF (nil: planRun) runs it, for tests.

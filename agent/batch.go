@@ -16,6 +16,11 @@ type BatchOptions struct {
 	// only wait for the model.
 	Parallel int
 	Ordered  bool // report results in input order instead of as they finish
+	// PlanName and PlanData, when set, are a saved plan every line runs
+	// (tact batch --plan), with the line's params as its parameters and
+	// its query, if any, as the query.
+	PlanName string
+	PlanData []byte
 	// Progress, when set, is called after each change in the counts.
 	Progress func(BatchCounts)
 }
@@ -96,6 +101,10 @@ func (rt *Runtime) RunBatch(ctx context.Context, r io.Reader, opts BatchOptions,
 			opts.Progress(counts)
 		}
 	}
+	name := opts.Name
+	if name == "" {
+		name = "-"
+	}
 	var wg sync.WaitGroup
 	for range parallel {
 		wg.Add(1)
@@ -106,14 +115,18 @@ func (rt *Runtime) RunBatch(ctx context.Context, r io.Reader, opts BatchOptions,
 					emit(it.seq, BatchResult{Query: it.q, Err: badInput(it.q.Err)})
 					continue
 				}
-				res, err := rt.Run(ctx, Job{Query: it.q.Query})
+				job := Job{Query: it.q.Query}
+				switch {
+				case opts.PlanData != nil:
+					job.PlanName, job.PlanData, job.Params = opts.PlanName, opts.PlanData, it.q.Params
+				case it.q.Params != nil:
+					emit(it.seq, BatchResult{Query: it.q, Err: badInputf("%s:%d: \"params\" without a saved plan: give tact batch --plan PLAN", name, it.q.Line)})
+					continue
+				}
+				res, err := rt.Run(ctx, job)
 				emit(it.seq, BatchResult{Query: it.q, Result: res, Err: err})
 			}
 		}()
-	}
-	name := opts.Name
-	if name == "" {
-		name = "-"
 	}
 	// The input is read in its own goroutine: a read that blocks (a pipe
 	// that stays open) must not keep the batch from ending when ctx ends.

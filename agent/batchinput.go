@@ -22,6 +22,9 @@ type BatchQuery struct {
 	ID    string // the object's "id", else the line number
 	Line  int    // 1-based line in the input
 	Query string
+	// Params are the line's "params": the values of the batch's saved
+	// plan's parameters (tact batch --plan).
+	Params map[string]json.RawMessage
 	// Err is set for a line that is not a query (bad JSON, no "query", an
 	// unknown field, too long): the batch reports it and goes on.
 	Err error
@@ -99,8 +102,9 @@ func parseBatchLine(raw []byte, tooLong bool, name string, line int) (BatchQuery
 		return q, false
 	}
 	var obj struct {
-		ID    json.RawMessage `json:"id"`
-		Query *string         `json:"query"`
+		ID     json.RawMessage            `json:"id"`
+		Query  *string                    `json:"query"`
+		Params map[string]json.RawMessage `json:"params"`
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
 	dec.DisallowUnknownFields()
@@ -118,7 +122,12 @@ func parseBatchLine(raw []byte, tooLong bool, name string, line int) (BatchQuery
 	} else if id != "" {
 		q.ID = id
 	}
+	q.Params = obj.Params
 	if obj.Query == nil || strings.TrimSpace(*obj.Query) == "" {
+		if obj.Params != nil {
+			// A line of a batch over a saved plan: the plan's query.
+			return q, false
+		}
 		q.Err = fmt.Errorf(`%s:%d: the object has no "query"`, name, line)
 		return q, false
 	}

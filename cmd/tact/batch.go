@@ -25,6 +25,7 @@ type batchOptions struct {
 	Runtime runtimeFunc
 	Args    []string // the queries file, or none or "-" for standard input
 	Ordered bool
+	Plan    string // --plan: a saved plan every line runs with its params
 }
 
 // newBatchCmd makes tact batch; runF (nil: batchRun) runs it, for tests.
@@ -39,7 +40,10 @@ func newBatchCmd(f *factory, runF func(context.Context, *batchOptions) error) *c
 			"model is loaded once); every run is unattended. Each result is written when it\n" +
 			"finishes (--ordered: in input order) as the `run --json` object plus id, line and\n" +
 			"exit_code. Exit 0 when every query succeeded, 9 when some did not, 2 when the\n" +
-			"batch could not start, 130 or 143 on a signal.",
+			"batch could not start, 130 or 143 on a signal.\n\n" +
+			"--plan PLAN.jsonl runs that saved plan for every line instead of planning each query:\n" +
+			"a line's \"params\" object gives the plan's parameters their values (as tact exec\n" +
+			"--param), its \"query\", if any, replaces the plan's.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
@@ -62,6 +66,7 @@ func newBatchCmd(f *factory, runF func(context.Context, *batchOptions) error) *c
 	addSafetyFlags(fl, s)
 	fl.IntVar(&s.Parallel, "parallel", s.Parallel, "queries run at once, each in its own sequence of the model's context (1 to 64)")
 	fl.BoolVar(&o.Ordered, "ordered", false, "write the results in input order instead of as they finish")
+	fl.StringVar(&o.Plan, "plan", "", "run the saved plan `PLAN.jsonl` for every line, a line's \"params\" its parameters' values (tact exec --param)")
 	return cmd
 }
 
@@ -82,6 +87,16 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 	} else if len(o.Args) == 0 && stdinIsTerminal(o.IO) {
 		return badInputf("no queries: pass a file, or pipe them in (use - to type them on the terminal)")
 	}
+	var planData []byte
+	if o.Plan != "" {
+		if o.Plan == "-" {
+			return badInputf("--plan: give a file (standard input holds the lines)")
+		}
+		var err error
+		if _, planData, err = readPlanInput(o.IO, []string{o.Plan}); err != nil {
+			return err
+		}
+	}
 	prog := newProgress(o.IO, s.Quiet)
 	defer prog.done()
 	// Every run is unattended: no prompter, whatever the terminal.
@@ -92,7 +107,7 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 
 	start := time.Now()
 	// --parallel, at most what the backend serves at once (RunBatch).
-	counts, err := rt.RunBatch(ctx, in, agent.BatchOptions{Name: name, Parallel: s.Parallel, Ordered: o.Ordered,
+	counts, err := rt.RunBatch(ctx, in, agent.BatchOptions{Name: name, Parallel: s.Parallel, Ordered: o.Ordered, PlanName: o.Plan, PlanData: planData,
 		Progress: func(c agent.BatchCounts) {
 			perMin := float64(c.Done) / max(time.Since(start).Minutes(), 1e-9)
 			prog.update(fmt.Sprintf("batch: %d done, %d running, %d failed, %.1f queries/min", c.Done, c.Running, c.Failed, perMin))

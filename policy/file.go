@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tactcli/tact/internal/atomicfile"
 	"github.com/tactcli/tact/internal/filekind"
 )
 
@@ -244,44 +245,8 @@ func AppendRule(path string, r Rule) error {
 	if err != nil {
 		return fmt.Errorf("policy %s: %w", path, err)
 	}
-	if err := replaceFile(path, out, mode); err != nil {
+	if err := atomicfile.Replace(path, out, mode); err != nil {
 		return fmt.Errorf("policy %s: %w", path, err)
-	}
-	return nil
-}
-
-// replaceFile writes data to a temporary file beside path with mode and
-// renames it over path, so readers see the old or the new file, never half.
-func replaceFile(path string, data []byte, mode fs.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	tmp, err := os.CreateTemp(dir, "."+base+".tact-*.tmp") // created 0600
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -41,11 +41,19 @@ func Write(path string, data []byte) (err error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	dir, base := filepath.Split(target)
+	return Replace(target, data, mode)
+}
+
+// Replace writes data to a temporary file beside path with mode, syncs it
+// and renames it over path (then syncs the directory, so the rename
+// survives a crash): readers see the old file or the new, never half.
+// path is taken as it is: no link is resolved, no mode kept.
+func Replace(path string, data []byte, mode fs.FileMode) (err error) {
+	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*") // created 0600
 	if err != nil {
 		return err
 	}
@@ -70,13 +78,11 @@ func Write(path string, data []byte) (err error) {
 	if beforeRename != nil {
 		beforeRename(tmp.Name())
 	}
-	if err = os.Rename(tmp.Name(), target); err != nil {
+	if err = os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	// The rename is durable once the directory is synced; a directory that
-	// cannot be synced (some file systems) still holds the whole file.
 	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
+		d.Sync()
 		d.Close()
 	}
 	return nil

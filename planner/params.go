@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/tactcli/tact/internal/jqx"
@@ -32,7 +33,7 @@ func ValidParamName(name string) bool { return validParamName(name) }
 // checkParamSpecs returns what is wrong with a header's declarations ("":
 // nothing).
 func checkParamSpecs(specs map[string]ParamSpec) string {
-	for _, name := range sortedKeys(specs) {
+	for _, name := range slices.Sorted(maps.Keys(specs)) {
 		if !validParamName(name) {
 			return fmt.Sprintf("params: invalid parameter name %q (want letters, digits and _, not starting with a digit)", name)
 		}
@@ -58,7 +59,7 @@ type ParamRef struct {
 func (p *Plan) ParamRefs() []ParamRef {
 	var refs []ParamRef
 	for _, s := range p.Steps {
-		for _, k := range sortedKeys(s.Args) {
+		for _, k := range slices.Sorted(maps.Keys(s.Args)) {
 			kind, v := ClassifyArg(s.Args[k])
 			switch kind {
 			case ArgParam:
@@ -95,19 +96,19 @@ func BindParams(p *Plan, given map[string]json.RawMessage, reg *tools.Registry) 
 	}
 	for _, r := range refs {
 		if specs != nil && !known[r.Name] {
-			return &ParseError{p.Source, r.Line, fmt.Sprintf("argument %q: parameter %q is not declared in the plan header's params (declared: %s)", r.Arg, r.Name, strings.Join(sortedKeys(specs), ", "))}
+			return &ParseError{p.Source, r.Line, fmt.Sprintf("argument %q: parameter %q is not declared in the plan header's params (declared: %s)", r.Arg, r.Name, strings.Join(slices.Sorted(maps.Keys(specs)), ", "))}
 		}
 	}
 	for _, r := range refs {
 		known[r.Name] = true
 	}
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if !known[name] {
 			line := headerLine
 			if line == 0 && len(p.Steps) > 0 {
 				line = p.Steps[0].Line
 			}
-			names := sortedKeys(known)
+			names := slices.Sorted(maps.Keys(known))
 			list := "none"
 			if len(names) > 0 {
 				list = strings.Join(names, ", ")
@@ -155,7 +156,7 @@ func bindStep(s *Step, values map[string]json.RawMessage, all []byte, reg *tools
 	_ = json.Unmarshal(t.Schema(), &shape) // CheckStep already read it
 	var partial *schema.Validator
 	bound := false
-	for _, k := range sortedKeys(s.Args) {
+	for _, k := range slices.Sorted(maps.Keys(s.Args)) {
 		kind, v := ClassifyArg(s.Args[k])
 		switch kind {
 		case ArgParam:
@@ -263,14 +264,6 @@ func jsonType(v any) string {
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
 
 // placeholder is {{NAME}} as the planner writes it where a parameter's
 // value belongs.
@@ -295,7 +288,7 @@ func templatize(p *Plan, names []string, reg *tools.Registry) error {
 	for i := range p.Steps {
 		s := &p.Steps[i]
 		changed := false
-		for _, k := range sortedKeys(s.Args) {
+		for _, k := range slices.Sorted(maps.Keys(s.Args)) {
 			var text string
 			if kind, _ := ClassifyArg(s.Args[k]); kind != ArgLiteral || json.Unmarshal(s.Args[k], &text) != nil {
 				continue

@@ -264,7 +264,6 @@ func jsonType(v any) string {
 	}
 }
 
-
 // placeholder is {{NAME}} as the planner writes it where a parameter's
 // value belongs.
 var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)

@@ -300,6 +300,7 @@ func (l *life) planner() *planner.Planner {
 		p.Tools = l.s.AllowTools
 	}
 	p.Conversation = entryTexts(l.earlier)
+	p.ProjectInstructions = l.rt.projectInstructions(l.s).Text
 	return &p
 }
 

@@ -188,7 +188,7 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	rt.planner = &planner.Planner{Backend: rt.Backend, Registry: rt.Registry,
 		Tools: plannerTools, Thought: schema.ThoughtOptions{Required: s.RequireThought, MinLength: s.MinThoughtLength},
 		Sampling: Sampling(s), MaxTokens: planMaxTokens(s), MaxSteps: MaxPlanSteps, Info: rt.Info,
-		ContextSize: s.CtxSize, MinReplyTokens: s.MaxTokens}
+		ContextSize: s.CtxSize, MinReplyTokens: s.MaxTokens, ProjectInstructions: rt.projectInstructions(s).Text}
 	rt.openHistory(s)
 	return rt, nil
 }

@@ -37,6 +37,9 @@ type Planner struct {
 	// planner is asked for {{NAME}} where a parameter's value belongs, and
 	// the plan gets {"$param": NAME} there and the header declares them.
 	Params []string
+	// ProjectInstructions (the workspace's AGENTS.md files) end the system
+	// prompt, as they end the executor's: house rules shape the plan too.
+	ProjectInstructions string
 }
 
 // TranscriptEntry is one executed or skipped action, given to the planner on a replan.
@@ -76,7 +79,8 @@ func (p *Planner) tools() []tools.Tool {
 // what ran so far and old is the plan being replaced (may be nil).
 func (p *Planner) Plan(ctx context.Context, query string, transcript []TranscriptEntry, old *Plan) (*Plan, llm.Usage, error) {
 	offered := p.tools()
-	data := prompt.Planner{Tools: tools.PromptTools(offered), Query: query, MaxSteps: p.MaxSteps, Conversation: p.Conversation, Params: p.Params}
+	data := prompt.Planner{Tools: tools.PromptTools(offered), Query: query, MaxSteps: p.MaxSteps, Conversation: p.Conversation, Params: p.Params,
+		ProjectInstructions: p.ProjectInstructions}
 	for _, t := range transcript {
 		data.Transcript = append(data.Transcript, prompt.TranscriptEntry{
 			Step: t.Step, Tool: t.Tool, Args: string(t.Args), Stdout: t.Stdout, Stderr: t.Stderr,
@@ -122,7 +126,8 @@ func (p *Planner) Plan(ctx context.Context, query string, transcript []Transcrip
 // tools, the same for every query, so a backend may ready it ahead of the
 // calls (llm.Warmer).
 func (p *Planner) SystemMessage() llm.Message {
-	return plannerMessages(prompt.Planner{Tools: tools.PromptTools(p.tools()), MaxSteps: p.MaxSteps, Conversation: p.Conversation})[0]
+	return plannerMessages(prompt.Planner{Tools: tools.PromptTools(p.tools()), MaxSteps: p.MaxSteps, Conversation: p.Conversation,
+		ProjectInstructions: p.ProjectInstructions})[0]
 }
 
 func plannerMessages(data prompt.Planner) []llm.Message {

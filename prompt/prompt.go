@@ -101,6 +101,9 @@ type Planner struct {
 	// Params names the parameters of a plan made as a template (tact plan
 	// --param-name): the planner writes {{NAME}} where a value belongs.
 	Params []string
+	// ProjectInstructions end the planner's system prompt, as the
+	// executor's (the workspace's AGENTS.md files).
+	ProjectInstructions string
 }
 
 // TranscriptEntry is one executed (or skipped) action, given to the planner on a replan.

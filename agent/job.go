@@ -290,7 +290,7 @@ func (l *life) withTimeout(ctx context.Context) (context.Context, context.Cancel
 // planner is the runtime's planner, with the job's sampling, reply size
 // and --allow-tools when the job has its own settings.
 func (l *life) planner() *planner.Planner {
-	if l.s == l.rt.S && len(l.earlier) == 0 && len(l.paramNames) == 0 {
+	if l.s == l.rt.S && len(l.earlier) == 0 && len(l.paramNames) == 0 && len(l.files) == 0 {
 		return l.rt.planner
 	}
 	p := *l.rt.planner
@@ -301,6 +301,7 @@ func (l *life) planner() *planner.Planner {
 	}
 	p.Conversation = entryTexts(l.earlier)
 	p.ProjectInstructions = l.rt.projectInstructions(l.s).Text
+	p.Files = react.FileNames(l.files)
 	return &p
 }
 

@@ -40,6 +40,9 @@ type Planner struct {
 	// ProjectInstructions (the workspace's AGENTS.md files) end the system
 	// prompt, as they end the executor's: house rules shape the plan too.
 	ProjectInstructions string
+	// Files name the user's context files (tact run -f), which the
+	// executor shows: the plan need not read them.
+	Files []string
 }
 
 // TranscriptEntry is one executed or skipped action, given to the planner on a replan.
@@ -80,7 +83,7 @@ func (p *Planner) tools() []tools.Tool {
 func (p *Planner) Plan(ctx context.Context, query string, transcript []TranscriptEntry, old *Plan) (*Plan, llm.Usage, error) {
 	offered := p.tools()
 	data := prompt.Planner{Tools: tools.PromptTools(offered), Query: query, MaxSteps: p.MaxSteps, Conversation: p.Conversation, Params: p.Params,
-		ProjectInstructions: p.ProjectInstructions}
+		ProjectInstructions: p.ProjectInstructions, Files: p.Files}
 	for _, t := range transcript {
 		data.Transcript = append(data.Transcript, prompt.TranscriptEntry{
 			Step: t.Step, Tool: t.Tool, Args: string(t.Args), Stdout: t.Stdout, Stderr: t.Stderr,

@@ -104,6 +104,9 @@ type Planner struct {
 	// ProjectInstructions end the planner's system prompt, as the
 	// executor's (the workspace's AGENTS.md files).
 	ProjectInstructions string
+	// Files name the user's context files (tact run -f): their content is
+	// the executor's to show; the planner learns they exist.
+	Files []string
 }
 
 // TranscriptEntry is one executed (or skipped) action, given to the planner on a replan.

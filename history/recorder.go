@@ -86,8 +86,15 @@ func (r *Recorder) Step(step Step) {
 	if r == nil {
 		return
 	}
+	r.enqueueStep(op{kind: opStep, rec: r, step: step})
+}
+
+// enqueueStep queues a step or a checkpoint: they may take all but the
+// last sixteenth of the queue (trace events give way first), and one that
+// does not fit counts as a dropped step.
+func (r *Recorder) enqueueStep(o op) {
 	c := cap(r.s.ops)
-	if !r.s.enqueue(op{kind: opStep, rec: r, step: step}, c-c/16) {
+	if !r.s.enqueue(o, c-c/16) {
 		r.s.drops.steps.Add(1)
 	}
 }
@@ -109,10 +116,7 @@ func (r *Recorder) Checkpoint(data string) {
 	if r == nil {
 		return
 	}
-	c := cap(r.s.ops)
-	if !r.s.enqueue(op{kind: opCheckpoint, rec: r, line: data}, c-c/16) {
-		r.s.drops.steps.Add(1)
-	}
+	r.enqueueStep(op{kind: opCheckpoint, rec: r, line: data})
 }
 
 // End records how the run ended. A zero EndedAt is now. Calls after End are

@@ -43,7 +43,11 @@ type GateOptions struct {
 	ReadOnly   bool    // deny every write/exec action
 	DryRun     bool    // decide but never run or prompt: every write/exec verdict has Allowed=false
 	Prompter   Prompter
-	// Redactor, when set, hides secrets in what the prompt shows.
+	// Approver, when set, decides what the gate would otherwise ask the
+	// Prompter about or deny as unattended; it wins over the Prompter.
+	Approver Approver
+	// Redactor, when set, hides secrets in what the prompt and the
+	// approver are shown.
 	Redactor *redact.Redactor
 	Log      *slog.Logger
 }
@@ -52,13 +56,19 @@ type policyGate struct {
 	o   GateOptions
 	log *slog.Logger
 
+	// mu guards pol only: it is never held while a person or an approver
+	// answers, so one run waiting for an answer does not hold up the
+	// others sharing the gate (tact batch --parallel).
 	mu  sync.Mutex
 	pol Policy // the loaded rules plus those added by "always" answers this run
+	// askMu is held for the whole interactive phase of one Check, so the
+	// questions of two runs never interleave on one terminal.
+	askMu sync.Mutex
 }
 
 // NewGate returns the Gate that applies --read-only, the policy file, --yes
-// and interactive approval, in that order. With a nil Prompter it never
-// blocks: what is not allowed is denied.
+// and approval (the Approver, else the Prompter), in that order. With
+// neither it never blocks: what is not allowed is denied.
 func NewGate(o GateOptions) tools.Gate {
 	g := &policyGate{o: o, log: o.Log}
 	if g.log == nil {
@@ -72,13 +82,12 @@ func NewGate(o GateOptions) tools.Gate {
 }
 
 // Check decides every call of a step. Calls that need a person are collected
-// first, shown together, then asked one by one; no verdict is returned
-// before all answers are in.
+// first, shown together, then asked one by one (or put to the Approver one
+// by one); no verdict is returned before all answers are in.
 func (g *policyGate) Check(ctx context.Context, env *tools.Env, calls []tools.Call) []tools.Verdict {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	verdicts := make([]tools.Verdict, len(calls))
 	var pending []int
+	g.mu.Lock()
 	for i, c := range calls {
 		v, ask := g.decide(env, c)
 		switch {
@@ -90,8 +99,15 @@ func (g *policyGate) Check(ctx context.Context, env *tools.Env, calls []tools.Ca
 			pending = append(pending, i)
 		}
 	}
-	if len(pending) > 0 {
+	g.mu.Unlock()
+	switch {
+	case len(pending) == 0:
+	case g.o.Approver != nil:
+		g.approve(ctx, env, calls, pending, verdicts)
+	default:
+		g.askMu.Lock()
 		g.ask(ctx, env, calls, pending, verdicts)
+		g.askMu.Unlock()
 	}
 	for i, c := range calls {
 		g.log.Debug("approval", "tool", toolName(c), "decision", verdicts[i].Decision, "allowed", verdicts[i].Allowed, "reason", verdicts[i].Reason)
@@ -140,7 +156,7 @@ func (g *policyGate) decide(env *tools.Env, c tools.Call) (v tools.Verdict, ask 
 	if g.o.Yes {
 		return dry(tools.Verdict{Allowed: true, Decision: DecisionAllow, Reason: "allowed by --yes"}), false
 	}
-	if g.o.Prompter != nil {
+	if g.o.Prompter != nil || g.o.Approver != nil {
 		return tools.Verdict{}, true
 	}
 	reason := ReasonUnattended
@@ -172,9 +188,10 @@ func (g *policyGate) ask(ctx context.Context, env *tools.Env, calls []tools.Call
 	var stop error // once nobody answers, stop asking
 	for k, i := range pending {
 		c := calls[i]
-		// An "always" answer earlier in this step may already cover this call.
-		if allow, _ := g.pol.Match(env, c); allow != nil {
-			verdicts[i] = tools.Verdict{Allowed: true, Decision: DecisionAllow, Reason: "allowed by rule " + allow.String()}
+		// An "always" answer earlier in this step (or another run's since
+		// decide) may already cover this call.
+		if v, ok := g.allowedNow(env, c); ok {
+			verdicts[i] = v
 			continue
 		}
 		if stop != nil {
@@ -206,18 +223,65 @@ func (g *policyGate) ask(ctx context.Context, env *tools.Env, calls []tools.Call
 			verdicts[i] = tools.Verdict{Allowed: true, Decision: DecisionApproved, Reason: "approved at the prompt"}
 		case ans == "always":
 			verdicts[i] = tools.Verdict{Allowed: true, Decision: DecisionApprovedAlways, Reason: "approved at the prompt; added allow rule " + rule.String()}
-			g.addRule(rule)
+			g.addRule(rule, "added at the approval prompt")
 		default:
 			verdicts[i] = tools.Verdict{Decision: DecisionRejected, Reason: "denied by user: rejected at the approval prompt"}
 		}
 	}
 }
 
+// approve asks the Approver about the calls at pending, one by one.
+func (g *policyGate) approve(ctx context.Context, env *tools.Env, calls []tools.Call, pending []int, verdicts []tools.Verdict) {
+	redact := g.o.Redactor.Redact
+	for _, i := range pending {
+		c := calls[i]
+		if v, ok := g.allowedNow(env, c); ok {
+			verdicts[i] = v
+			continue
+		}
+		rule, noRule := g.alwaysRule(env, c)
+		var ans string
+		err := ctx.Err()
+		if err == nil {
+			ans, err = g.o.Approver.Approve(ctx, g.request(ctx, env, c, rule, noRule))
+		}
+		switch {
+		case err != nil:
+			verdicts[i] = tools.Verdict{Decision: DecisionRejected, Reason: "denied by --approve-cmd: " + redact(err.Error())}
+		case ans == AnswerYes:
+			verdicts[i] = tools.Verdict{Allowed: true, Decision: DecisionApproved, Reason: "approved by --approve-cmd"}
+		case ans == AnswerAlways && noRule != nil:
+			verdicts[i] = tools.Verdict{Allowed: true, Decision: DecisionApproved, Reason: "approved by --approve-cmd; \"always\" added no rule: " + redact(noRule.Error())}
+		case ans == AnswerAlways:
+			verdicts[i] = tools.Verdict{Allowed: true, Decision: DecisionApprovedAlways, Reason: "approved by --approve-cmd; added allow rule " + rule.String()}
+			g.addRule(rule, "added by --approve-cmd")
+		case ans == AnswerNo:
+			verdicts[i] = tools.Verdict{Decision: DecisionRejected, Reason: "denied by --approve-cmd: the approver said no"}
+		default:
+			verdicts[i] = tools.Verdict{Decision: DecisionRejected, Reason: fmt.Sprintf("denied by --approve-cmd: unknown answer %q", redact(text.Clip(ans, 100)))}
+		}
+	}
+}
+
+// allowedNow is the allow verdict for c when a rule covers it now.
+func (g *policyGate) allowedNow(env *tools.Env, c tools.Call) (tools.Verdict, bool) {
+	g.mu.Lock()
+	allow, _ := g.pol.Match(env, c)
+	g.mu.Unlock()
+	if allow == nil {
+		return tools.Verdict{}, false
+	}
+	return tools.Verdict{Allowed: true, Decision: DecisionAllow, Reason: "allowed by rule " + allow.String()}, true
+}
+
 // addRule remembers rule for the rest of the run and appends it to the policy
-// file. A failure to save does not undo the approval already given.
-func (g *policyGate) addRule(rule Rule) {
-	rule.Comment = "added at the approval prompt " + time.Now().UTC().Format(time.RFC3339)
+// file, with a comment saying where it came from (how) and when. A failure
+// to save does not undo the approval already given.
+func (g *policyGate) addRule(rule Rule, how string) {
+	rule.Comment = how + " " + time.Now().UTC().Format(time.RFC3339)
+	g.mu.Lock()
 	g.pol.Allow = append(g.pol.Allow, rule)
+	g.mu.Unlock()
 	if g.o.PolicyPath == "" {
 		return
 	}
@@ -398,15 +462,7 @@ func DescribeCall(env *tools.Env, c tools.Call) string {
 				argv, _ := json.Marshal(f.argv)
 				fmt.Fprintf(&b, "  argv: %s\n", argv)
 			}
-			dir := "."
-			if f.workdir != "" {
-				dir = f.workdir
-			}
-			if env != nil && env.Workspace != "" {
-				dir, _ = workspaceRel(env, dir)
-				dir = path.Join(env.Workspace, dir)
-			}
-			fmt.Fprintf(&b, "  working directory: %s\n", dir)
+			fmt.Fprintf(&b, "  working directory: %s\n", callDir(env, f))
 		}
 		if f.hasPath {
 			fmt.Fprintf(&b, "  path: %s\n", f.path)
@@ -414,6 +470,20 @@ func DescribeCall(env *tools.Env, c tools.Call) string {
 	}
 	b.WriteString("  arguments: " + strings.TrimPrefix(indent(shownArgs(redactArgs(env, c.Args)), "  "), "  ") + "\n")
 	return b.String()
+}
+
+// callDir is the directory a command call runs in: absolute inside the
+// workspace when there is one.
+func callDir(env *tools.Env, f callFacts) string {
+	dir := "."
+	if f.workdir != "" {
+		dir = f.workdir
+	}
+	if env != nil && env.Workspace != "" {
+		dir, _ = workspaceRel(env, dir)
+		dir = path.Join(env.Workspace, dir)
+	}
+	return dir
 }
 
 // shortCall is the one-line recap asked after the overview.

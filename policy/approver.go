@@ -1,0 +1,442 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kballard/go-shellquote"
+
+	"github.com/tactcli/tact/internal/procsafe"
+	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/sandbox"
+	"github.com/tactcli/tact/tools"
+)
+
+// Approver decides, in place of a person, the write/exec calls that no rule
+// allows. Answer is "yes", "always" or "no"; an error means no answer and
+// is treated as a denial, with the error as the reason.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (answer string, err error)
+}
+
+// ApprovalRequest is one call as an approval prompt shows it, for a program
+// to decide on. Every string in it is redacted.
+type ApprovalRequest struct {
+	RunID     string `json:"run_id"`    // WithRunID's id; "" when the context has none
+	Tool      string `json:"tool"`      // the tool's name
+	Class     string `json:"class"`     // read, write or exec
+	Workspace string `json:"workspace"` // the workspace's absolute path
+	// Sandbox is run_command's sandbox in a few words (SandboxInfo.String).
+	Sandbox string `json:"sandbox,omitempty"`
+	// Command, Argv and WorkingDir are set for calls with a command: the
+	// command line as given, its words, and the absolute directory it runs in.
+	Command    string   `json:"command,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	WorkingDir string   `json:"working_dir,omitempty"`
+	// Path is a file tool's path, workspace-relative when inside it.
+	Path string `json:"path,omitempty"`
+	// Diff shows write_file's and edit_file's change: "-" lines for the
+	// text replaced (the current file, or old_string), "+" lines for the
+	// new, under "--- a/PATH" and "+++ b/PATH", capped at MaxApprovalDiff.
+	Diff string `json:"diff,omitempty"`
+	// Arguments are the call's arguments as the model gave them.
+	Arguments json.RawMessage `json:"arguments"`
+	// Summary is what the terminal prompt shows for the call (DescribeCall).
+	Summary string `json:"summary"`
+	// AlwaysRule is the allow rule an "always" answer adds (Rule.String);
+	// when empty, AlwaysUnavailable says why there is none and "always"
+	// approves this call only.
+	AlwaysRule        string `json:"always_rule"`
+	AlwaysUnavailable string `json:"always_unavailable,omitempty"`
+}
+
+// Answers an Approver gives.
+const (
+	AnswerYes    = "yes"
+	AnswerAlways = "always"
+	AnswerNo     = "no"
+)
+
+// MaxApprovalDiff bounds ApprovalRequest.Diff, in bytes (notes aside).
+const MaxApprovalDiff = 64 << 10
+
+type runIDKey struct{}
+
+// WithRunID returns ctx carrying the run's id, which approval requests
+// (and the approval command's TACT_RUN_ID) report.
+func WithRunID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, runIDKey{}, id)
+}
+
+// RunIDFromContext is the id WithRunID put in ctx, or "".
+func RunIDFromContext(ctx context.Context) string {
+	id, _ := ctx.Value(runIDKey{}).(string)
+	return id
+}
+
+// request builds the approval request for c, every string redacted with
+// both the gate's and the workspace's redactor: nothing secret may reach the
+// approver.
+func (g *policyGate) request(ctx context.Context, env *tools.Env, c tools.Call, rule Rule, noRule error) ApprovalRequest {
+	red := func(s string) string {
+		if env != nil {
+			s = env.Redactor.Redact(s)
+		}
+		return g.o.Redactor.Redact(s)
+	}
+	f := factsOf(env, c)
+	req := ApprovalRequest{
+		RunID:   red(RunIDFromContext(ctx)),
+		Tool:    red(f.tool),
+		Summary: red(DescribeCall(env, c)),
+	}
+	if c.Tool != nil {
+		req.Class = string(c.Tool.Class())
+	}
+	if env != nil {
+		req.Workspace = red(env.Workspace)
+	}
+	if noRule != nil {
+		req.AlwaysUnavailable = red(noRule.Error())
+	} else {
+		req.AlwaysRule = red(rule.String())
+	}
+	args := c.Args
+	if env != nil {
+		args = env.Redactor.RedactJSON(args)
+	}
+	args = g.o.Redactor.RedactJSON(args)
+	switch {
+	case len(bytes.TrimSpace(args)) == 0:
+		args = json.RawMessage(`{}`)
+	case !json.Valid(args):
+		// The request must stay valid JSON; the approver gets the text.
+		args, _ = json.Marshal(string(args))
+	}
+	req.Arguments = args
+	if f.hasCmd {
+		req.Command = red(commandLine(c.Args, f.argv))
+		for _, w := range f.argv {
+			req.Argv = append(req.Argv, red(w))
+		}
+		req.WorkingDir = red(callDir(env, f))
+		if env != nil {
+			req.Sandbox = env.SandboxInfo().String()
+		}
+	}
+	if f.hasPath {
+		req.Path = red(f.path)
+		req.Diff = fileDiff(env, c, f, red)
+	}
+	return req
+}
+
+// commandLine is the "command" argument as one line: as typed when it is a
+// string, else its words quoted.
+func commandLine(raw json.RawMessage, argv []string) string {
+	var args struct {
+		Command json.RawMessage `json:"command"`
+	}
+	var s string
+	if json.Unmarshal(raw, &args) == nil && json.Unmarshal(args.Command, &s) == nil {
+		return s
+	}
+	return shellquote.Join(argv...)
+}
+
+// fileDiff is the change a write_file or edit_file call makes, as a
+// unified-style diff of the whole replaced text against the new; "" for
+// other tools or arguments that do not decode.
+func fileDiff(env *tools.Env, c tools.Call, f callFacts, red func(string) string) string {
+	var args struct {
+		Content *string `json:"content"`
+		Old     *string `json:"old_string"`
+		New     *string `json:"new_string"`
+	}
+	if json.Unmarshal(c.Args, &args) != nil {
+		return ""
+	}
+	var oldText, newText, note string
+	var oldSize int64
+	switch {
+	case f.tool == "edit_file" && args.Old != nil && args.New != nil:
+		oldText, newText = *args.Old, *args.New
+		oldSize = int64(len(oldText))
+	case f.tool == "write_file" && args.Content != nil:
+		newText = *args.Content
+		// Read twice what can be shown, so that a secret cut in two at the
+		// end of the read lies beyond what the diff shows.
+		data, size, err := readWorkspaceFile(env, f.path, 2*MaxApprovalDiff)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			note = "\\ the current file is not shown: " + red(err.Error()) + "\n"
+		default:
+			oldText, oldSize = string(data), size
+		}
+	default:
+		return ""
+	}
+	oldPartial := oldSize > int64(len(oldText))
+	newSize := int64(len(newText))
+	oldText, newText = red(oldText), red(newText)
+	p := red(f.path)
+	head := "--- a/" + p + "\n+++ b/" + p + "\n" + note
+	// Each side gets half of what is left, or more when the other needs less.
+	budget := max(MaxApprovalDiff-len(head), 0)
+	minus, plus := diffLines(oldText, '-'), diffLines(newText, '+')
+	minusBudget := max(budget/2, budget-len(plus))
+	plusBudget := max(budget/2, budget-min(len(minus), minusBudget))
+	return head + cutSide(minus, minusBudget, oldSize, oldPartial, "the current text") +
+		cutSide(plus, plusBudget, newSize, false, "the new text")
+}
+
+// diffLines prefixes every line of s with sign; "" has no lines.
+func diffLines(s string, sign byte) string {
+	if s == "" {
+		return ""
+	}
+	s = strings.TrimSuffix(s, "\n")
+	var b strings.Builder
+	b.Grow(len(s) + strings.Count(s, "\n") + 2)
+	for _, line := range strings.Split(s, "\n") {
+		b.WriteByte(sign)
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// cutSide keeps at most budget bytes of lines, cut at a line end when one
+// is in reach, with a note saying how big the whole was.
+func cutSide(lines string, budget int, size int64, partial bool, what string) string {
+	if len(lines) <= budget && !partial {
+		return lines
+	}
+	kept := lines
+	if len(kept) > budget {
+		kept = kept[:text.RuneStart(kept, budget)]
+		if i := strings.LastIndexByte(kept, '\n'); i >= 0 {
+			kept = kept[:i+1]
+		} else if kept != "" {
+			kept += "\n"
+		}
+	}
+	return kept + fmt.Sprintf("\\ cut: the diff shows at most %s; %s has %d bytes\n", text.BinarySize(MaxApprovalDiff), what, size)
+}
+
+// readWorkspaceFile reads at most limit bytes of the regular file at the
+// workspace-relative rel, and its size. It goes through tools.Env.Resolve
+// and an os.Root of the workspace, so neither ".." nor a symlink can make
+// it read outside; a FIFO or device is refused, never waited on.
+func readWorkspaceFile(env *tools.Env, rel string, limit int64) ([]byte, int64, error) {
+	if env == nil || env.Workspace == "" {
+		return nil, 0, errors.New("no workspace")
+	}
+	real, err := env.Resolve(rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	ws := env.Workspace
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = r
+	}
+	inner, err := filepath.Rel(ws, real)
+	if err != nil {
+		return nil, 0, fmt.Errorf("path %q: %w", rel, err)
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open workspace: %w", err)
+	}
+	defer root.Close()
+	fi, err := root.Lstat(inner)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file", rel)
+	}
+	f, err := root.OpenFile(inner, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file", rel)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", rel, err)
+	}
+	return data, max(fi.Size(), int64(len(data))), nil
+}
+
+// CommandApproverOptions configures NewCommandApprover.
+type CommandApproverOptions struct {
+	Command string        // run as /bin/sh -c Command
+	Timeout time.Duration // per request; 0 means DefaultApproverTimeout
+	Dir     string        // working directory; "" means the request's workspace
+	Env     []string      // the command's environment; nil means os.Environ()
+	Log     *slog.Logger
+}
+
+// DefaultApproverTimeout is how long an approval command may take.
+const DefaultApproverTimeout = 5 * time.Minute
+
+// Exit statuses of an approval command; any other status means no.
+const (
+	ApproverExitYes    = 0
+	ApproverExitAlways = 3
+)
+
+// maxApproverOutput bounds what is kept of the command's stdout and stderr.
+const maxApproverOutput = 64 << 10
+
+// approverWaitDelay is how long the command's group gets between SIGTERM
+// and SIGKILL, and how long a background child may keep the pipes open
+// after the command exits, before tact stops waiting for it.
+const approverWaitDelay = time.Second
+
+type commandApprover struct {
+	o   CommandApproverOptions
+	log *slog.Logger
+}
+
+// NewCommandApprover returns an Approver that runs a program of the user's
+// for each request (outside the sandbox: it is theirs), with the request's
+// JSON on stdin and TACT_RUN_ID and TACT_WORKSPACE in its environment. Exit
+// status 0 is yes, 3 always; any other status, a signal, a timeout or a
+// failure to start is no, with an error naming what happened. It runs in a
+// session of its own (no terminal); at the timeout or when ctx ends its
+// process group gets SIGTERM, and once it has exited (or approverWaitDelay
+// later) whatever is left of the group is killed.
+func NewCommandApprover(o CommandApproverOptions) Approver {
+	a := &commandApprover{o: o, log: o.Log}
+	if a.o.Timeout <= 0 {
+		a.o.Timeout = DefaultApproverTimeout
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return a
+}
+
+func (a *commandApprover) Approve(ctx context.Context, req ApprovalRequest) (string, error) {
+	if strings.TrimSpace(a.o.Command) == "" {
+		return AnswerNo, errors.New("no approval command")
+	}
+	// Unescaped "<", ">" and "&", so a command reads in the raw JSON as typed.
+	payload, err := text.JSON(req)
+	if err != nil {
+		return AnswerNo, fmt.Errorf("approval request: %w", err)
+	}
+	payload = append(payload, '\n')
+	tctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", a.o.Command)
+	cmd.Dir = a.o.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = req.Workspace
+	}
+	cmd.Env = approverEnv(a.o.Env, req)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Stdin = bytes.NewReader(payload)
+	var stdout, stderr capWriter
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The group leader's pid is its process group id (Setsid).
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = approverWaitDelay
+
+	// The command gets its three pipes and nothing else tact holds.
+	if err := procsafe.Seal(); err != nil {
+		return AnswerNo, fmt.Errorf("approver not started: %w", err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return AnswerNo, fmt.Errorf("approver could not start: %w", err)
+	}
+	pgid := cmd.Process.Pid
+	untrack := sandbox.TrackProcessGroup(pgid)
+	err = cmd.Wait()
+	// The answer is in: what is left of the group (a background child, or
+	// whatever outlived SIGTERM at the timeout) goes now.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	untrack()
+	a.log.Debug("approval command done", "tool", req.Tool, "run_id", req.RunID, "pid", pgid,
+		"status", err, "took", time.Since(start).Round(time.Millisecond),
+		"stdout", stdout.String(), "stderr", stderr.String())
+
+	switch {
+	case ctx.Err() != nil:
+		return AnswerNo, fmt.Errorf("approver stopped: %w", context.Cause(ctx))
+	case tctx.Err() != nil:
+		return AnswerNo, fmt.Errorf("approver timed out after %s", a.o.Timeout)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil, errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success():
+		return AnswerYes, nil
+	case errors.As(err, &ee) && ee.Exited() && ee.ExitCode() == ApproverExitAlways:
+		return AnswerAlways, nil
+	case errors.As(err, &ee) && ee.Exited():
+		return AnswerNo, withStderr(fmt.Sprintf("approver exited %d", ee.ExitCode()), stderr.String())
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return AnswerNo, withStderr(fmt.Sprintf("approver killed by signal %d (%s)", int(ws.Signal()), ws.Signal()), stderr.String())
+		}
+		return AnswerNo, withStderr("approver "+ee.String(), stderr.String())
+	}
+	return AnswerNo, fmt.Errorf("approver: %w", err)
+}
+
+// withStderr is msg with the first non-empty line of stderr, if any.
+func withStderr(msg, stderr string) error {
+	for _, line := range strings.Split(stderr, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			return errors.New(msg + ": " + sanitizeTerminal(text.Clip(line, 500)))
+		}
+	}
+	return errors.New(msg)
+}
+
+// approverEnv is base (os.Environ() when nil) with TACT_RUN_ID and
+// TACT_WORKSPACE set to the request's.
+func approverEnv(base []string, req ApprovalRequest) []string {
+	if base == nil {
+		base = os.Environ()
+	}
+	env := make([]string, 0, len(base)+2)
+	for _, kv := range base {
+		if !strings.HasPrefix(kv, "TACT_RUN_ID=") && !strings.HasPrefix(kv, "TACT_WORKSPACE=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TACT_RUN_ID="+req.RunID, "TACT_WORKSPACE="+req.Workspace)
+}
+
+// capWriter keeps the first maxApproverOutput bytes written and drops the
+// rest, never failing: the command must not die of a closed pipe.
+type capWriter struct{ buf bytes.Buffer }
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	if room := maxApproverOutput - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (w *capWriter) String() string { return w.buf.String() }

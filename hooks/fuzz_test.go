@@ -1,0 +1,119 @@
+package hooks
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// encode writes c back as a hooks file, one group per hook.
+func encode(c *Config) []byte {
+	events := map[string]any{}
+	for ev, hs := range c.hooks {
+		groups := []any{}
+		for _, h := range hs {
+			groups = append(groups, map[string]any{
+				"matcher": h.Matcher,
+				"hooks":   []any{map[string]any{"type": "command", "command": h.Command, "timeout": h.Timeout.Seconds()}},
+			})
+		}
+		events[string(ev)] = groups
+	}
+	b, err := json.Marshal(map[string]any{"hooks": events})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `{"hooks":{}}`, `[]`, `{"hooks":{"Stop":[]}} x`,
+		`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"x","timeout":0.5}]}]}}`,
+		`{"hooks":{"PostToolUse":[{"matcher":"Edit|Write","hooks":[{"type":"command","command":"a"},{"type":"command","command":"b","timeout":3600}]}]}}`,
+		`{"hooks":{"RunStart":[{"matcher":"(","hooks":[{"type":"command","command":"c"}]}],"Stop":[{"hooks":[]}]}}`,
+		`{"hooks":{"PreToolUse":[{"matcher":"a)|(b","hooks":[]}]}}`,
+		`{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"c","timeout":1e400}]}]}}`,
+		`{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"c","command":"d"}]}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("f.json", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.json") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q: want one line naming the file", err)
+			}
+			return
+		}
+		again, err := Parse("g.json", encode(c))
+		if err != nil {
+			t.Fatalf("the parsed file, written back, does not parse: %v", err)
+		}
+		for _, ev := range Events {
+			if len(again.hooks[ev]) != len(c.hooks[ev]) {
+				t.Fatalf("%s: %d hooks, then %d", ev, len(c.hooks[ev]), len(again.hooks[ev]))
+			}
+			for _, h := range c.hooks[ev] {
+				if h.Timeout < 1e6 || h.Timeout > MaxTimeout || strings.TrimSpace(h.Command) == "" {
+					t.Fatalf("hook %+v", h)
+				}
+			}
+		}
+		for _, tool := range []string{"run_command", "list_files", "srv.tool", ""} {
+			_ = c.Hooks(PreToolUse, tool)
+		}
+	})
+}
+
+func FuzzReply(f *testing.F) {
+	for _, s := range []string{
+		``, `plain`, `{`, `{}`, `null`, `{"decision":"block","reason":"r"}`, `{"decision":"approve"}`,
+		`{"decision":1}`, `{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"x"}}`,
+		`{"hookSpecificOutput":[]}`, `{"additionalContext":"c","hookSpecificOutput":{"additionalContext":"d"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, ev := range Events {
+			rp, err := parseReply(ev, data)
+			if err != nil {
+				continue
+			}
+			switch {
+			case rp.decision == DecisionApprove && ev != PreToolUse:
+				t.Fatalf("%s approved", ev)
+			case rp.decision != "" && rp.decision != DecisionBlock && rp.decision != DecisionApprove:
+				t.Fatalf("decision %q", rp.decision)
+			}
+		}
+	})
+}
+
+// FuzzToolInput: the alias fields never break the arguments' JSON nor
+// drop one of their fields.
+func FuzzToolInput(f *testing.F) {
+	for _, s := range []string{`{}`, `{"path":"a"}`, `{"command":"ls","working_dir":"/x"}`, ` {"path":"a","path":1} `, `[1]`, `{"file_path":"x","path":"y"}`} {
+		f.Add("read_file", s)
+		f.Add("run_command", s)
+	}
+	f.Fuzz(func(t *testing.T, tool, args string) {
+		out := withAliases(tool, json.RawMessage(args), "/ws")
+		var in map[string]json.RawMessage
+		if json.Unmarshal([]byte(args), &in) != nil {
+			if string(out) != args {
+				t.Fatalf("%q changed to %q", args, out)
+			}
+			return
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%q became %q: %v", args, out, err)
+		}
+		for k, v := range in {
+			if string(got[k]) != string(v) {
+				t.Fatalf("%q: field %q is %s, was %s", args, k, got[k], v)
+			}
+		}
+	})
+}

@@ -31,6 +31,10 @@
 #                       to the backend so the target machine needs only the
 #                       driver; 0: use the system's CUDA runtime
 #   JOBS                parallel build jobs (default: nproc)
+#   OLLAMA_SRC          the github.com/ollama/ollama module directory whose
+#                       ggml sources to build (default: the one go.mod pins,
+#                       found with go list); for a GPU machine without Go,
+#                       copy that directory there and name it here
 set -euo pipefail
 
 die() { echo "build-cuda: $*" >&2; exit 1; }
@@ -47,7 +51,9 @@ case "$libdir" in
 *) die "LIBDIR=$libdir: the path must contain \"lib/ollama\"; ggml's loader in the binding ignores other directories" ;;
 esac
 
-command -v go >/dev/null || die "go not found (needed to locate the ggml sources in the module cache)"
+if [[ -z ${OLLAMA_SRC:-} ]]; then
+	command -v go >/dev/null || die "go not found (needed to locate the ggml sources in the module cache; or set OLLAMA_SRC)"
+fi
 command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
 if ! command -v "${CUDACXX:-nvcc}" >/dev/null; then
 	die "nvcc not found: install the CUDA toolkit, or set CUDACXX to nvcc's path"
@@ -55,7 +61,7 @@ fi
 
 # The ollama module version pinned in go.mod: its CMakeLists.txt builds ggml
 # with the options ollama uses (GGML_BACKEND_DL, shared backends).
-src=$(cd "$root" && go list -m -f '{{.Dir}}' github.com/ollama/ollama) ||
+src=${OLLAMA_SRC:-$(cd "$root" && go list -m -f '{{.Dir}}' github.com/ollama/ollama)} ||
 	die "cannot find github.com/ollama/ollama in the module cache (run: make warm)"
 [[ -f $src/CMakeLists.txt && -d $src/ml/backend/ggml/ggml/src/ggml-cuda ]] ||
 	die "$src does not hold ggml's CUDA sources"

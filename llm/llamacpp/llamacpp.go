@@ -449,6 +449,19 @@ func (b *Backend) Close() error {
 	}
 	b.grammars = nil
 	b.batch.Free()
+	if len(b.gpus) > 0 {
+		// Freeing a context whose backends include a GPU's crashes the
+		// process: ollama's patched ggml_backend_sched_free calls each
+		// backend's reset, and llama_context frees its backends before
+		// its scheduler, so CUDA's reset runs on a freed backend (SIGSEGV
+		// in ggml_backend_cuda_reset; seen on an H100 with CUDA 13.0, also
+		// with --gpu-layers 0, as the context still makes a CUDA backend).
+		// The binding itself never frees a context: ollama's runner exits.
+		// A Backend lives as long as its process, so what is left here
+		// goes with the process, and the driver frees the GPU's memory.
+		slog.Debug("llama backend: context and model left to process exit (GPU backend loaded)")
+		return nil
+	}
 	freeContext(b.lc, b.abort)
 	llama.FreeModel(b.model)
 	return nil

@@ -57,6 +57,7 @@ import (
 var (
 	modelFlag       = flag.String("model", "", "GGUF model (default: the generated bench model)")
 	threadsFlag     = flag.Int("threads", 0, "inference threads (default: physical cores)")
+	gpuLayersFlag   = flag.Int("gpu-layers", 0, "layers to offload to a GPU backend in the backend part, tact's and the bare loop's alike (scripts/build-cuda.sh; 0: CPU only)")
 	repeatFlag      = flag.Int("repeat", 5, "repetitions of each throughput measurement (the best counts)")
 	reactRepeatFlag = flag.Int("react-repeat", 2, "repetitions of each ReAct run (the fastest counts)")
 	promptFlag      = flag.Int("prompt-tokens", 512, "prompt length for the throughput measurement")
@@ -194,11 +195,12 @@ func backendBench(path string, threads int) error {
 		return err
 	}
 	defer os.RemoveAll(lockDir)
-	be, err := llamacpp.New(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag, CPULockDir: lockDir})
+	be, err := llamacpp.New(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, GPULayers: *gpuLayersFlag, Verbose: *verboseFlag, CPULockDir: lockDir})
 	if err != nil {
 		return err
 	}
 	defer be.Close()
+	fmt.Printf("Backend: %s\n\n", be.Describe())
 	bare, err := newBare(path, threads)
 	if err != nil {
 		return err
@@ -363,7 +365,13 @@ type bare struct {
 }
 
 func newBare(path string, threads int) (*bare, error) {
-	m, err := llama.LoadModelFromFile(path, llama.ModelParams{UseMmap: true})
+	// The same layers as the backend's (its load already found the GPU
+	// backend libraries, or warned that none loaded).
+	layers := *gpuLayersFlag
+	if len(llama.EnumerateGPUs()) == 0 {
+		layers = 0
+	}
+	m, err := llama.LoadModelFromFile(path, llama.ModelParams{UseMmap: true, NumGpuLayers: layers})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/hooks"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/react"
@@ -255,6 +256,10 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 	}
 	if l.rec != nil {
 		ex.OnCheckpoint = func(_ string, cp react.Checkpoint) { l.rec.checkpoint(cp) }
+	}
+	if !rt.hooks.Empty() {
+		// Per job: a job's own settings say whether it is a dry run.
+		ex.Hooks = hooks.NewRunner(rt.hooks, hooks.Options{Redactor: rt.Redactor, DryRun: s.DryRun, Log: slog.Default()})
 	}
 	return ex
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/history"
+	"github.com/tactcli/tact/hooks"
 	"github.com/tactcli/tact/internal/buildinfo"
 	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/instructions"
@@ -77,6 +79,7 @@ type Runtime struct {
 	mcp       *mcp.Manager
 	closers   []io.Closer
 	hist      *history.Store // nil: runs are not recorded
+	hooks     *hooks.Config  // the user's hooks file (nil: none)
 	// instructions are the workspace's AGENTS.md files (read when
 	// S.ProjectInstructions is on), put in every job's system prompt.
 	instructions instructions.Instructions
@@ -159,6 +162,10 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	if err != nil {
 		return rt, badInput(err)
 	}
+	// So is the hooks file: a malformed one must not surface mid-run.
+	if rt.hooks, err = loadHooks(s); err != nil {
+		return rt, badInput(err)
+	}
 	rt.Registry = tools.DefaultRegistry()
 	if len(mcpConfig.Servers) > 0 {
 		rt.mcp = mcp.Start(ctx, mcpConfig, opts.MCPServers, mcp.Options{ClientVersion: buildinfo.Version, Log: slog.Default()})
@@ -179,8 +186,13 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	if m, ok := rt.Backend.(llm.ModelLess); ok {
 		rt.noModel = &noModel{Why: m.NoModel()}
 	}
+	var approver policy.Approver
+	if s.ApproveCmd != "" {
+		approver = policy.NewCommandApprover(policy.CommandApproverOptions{Command: s.ApproveCmd, Timeout: s.ApproveTimeout,
+			Dir: rt.Env.Workspace, Log: slog.Default()})
+	}
 	rt.gate = policy.NewGate(policy.GateOptions{Policy: pol, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
-		DryRun: s.DryRun, Prompter: opts.Prompter, Redactor: rt.Redactor, Log: slog.Default()})
+		DryRun: s.DryRun, Prompter: opts.Prompter, Approver: approver, Redactor: rt.Redactor, Log: slog.Default()})
 	plannerTools := s.AllowTools
 	if len(plannerTools) == 0 {
 		plannerTools = rt.Registry.Names()
@@ -191,6 +203,21 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 		ContextSize: s.CtxSize, MinReplyTokens: s.MaxTokens, ProjectInstructions: rt.projectInstructions(s).Text}
 	rt.openHistory(s)
 	return rt, nil
+}
+
+// loadHooks reads the hooks file: the one --hooks or TACT_HOOKS names (it
+// must exist), else the user's default, which may be missing. Never a file
+// in the workspace: a repository must not run code through tact.
+func loadHooks(s *config.Settings) (*hooks.Config, error) {
+	path, explicit := s.HooksPath()
+	c, err := hooks.Load(path)
+	switch {
+	case err == nil:
+		return c, nil
+	case !explicit && errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	}
+	return nil, err
 }
 
 // noModel is a runtime without a model (llm.ModelLess): why, when the

@@ -119,6 +119,11 @@ type Settings struct {
 	ToolTimeout time.Duration `envconfig:"TACT_TOOL_TIMEOUT" flag:"tool-timeout" default:"60s" desc:"timeout of one run_command (0: the default)"`
 	Env         []string      `envconfig:"TACT_ENV" flag:"env" desc:"KEY=VALUE pairs added to run_command's environment, one a line (newline-separated)"`
 	Redact      []string      `envconfig:"TACT_REDACT" flag:"redact" desc:"regexps whose matches are replaced by [REDACTED], one a line (newline-separated)"`
+	// Hooks and delegated approval (docs/hooks.md): never read from the
+	// workspace, so a repository cannot run code through tact.
+	Hooks          string        `envconfig:"TACT_HOOKS" flag:"hooks" desc:"hooks file (default $XDG_CONFIG_HOME/tact/hooks.json; never read from the workspace)"`
+	ApproveCmd     string        `envconfig:"TACT_APPROVE_CMD" flag:"approve-cmd" desc:"command that approves or denies write/exec actions where a person would be asked: the action as JSON on stdin; exit 0 approves once, 3 approves and adds the \"always\" rule, anything else denies"`
+	ApproveTimeout time.Duration `envconfig:"TACT_APPROVE_TIMEOUT" flag:"approve-timeout" default:"5m" desc:"how long --approve-cmd may take before the action is denied"`
 
 	// tact serve (docs/serve.md). --parallel and --request-timeout apply too.
 	Addr          string        `envconfig:"TACT_ADDR" flag:"addr" default:"127.0.0.1:8080" desc:"tact serve: HOST:PORT to listen on; beyond loopback it needs --token-env"`
@@ -432,6 +437,10 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		return duration(s.Timeout)
 	case "ToolTimeout":
 		return duration(s.ToolTimeout)
+	case "ApproveTimeout":
+		if s.ApproveTimeout <= 0 {
+			return "must be positive", s.ApproveTimeout.String()
+		}
 	case "RequestTimeout":
 		return duration(s.RequestTimeout)
 	case "HistoryMaxAge":
@@ -605,6 +614,16 @@ func (s *Settings) PolicyPath() string {
 		return s.Policy
 	}
 	return filepath.Join(ConfigDir(), "policy.json")
+}
+
+// HooksPath resolves the hooks file; explicit is false for the default
+// path, which may be missing. Only the flag, the variable and the user's
+// configuration directory name it, never the workspace.
+func (s *Settings) HooksPath() (path string, explicit bool) {
+	if s.Hooks != "" {
+		return s.Hooks, true
+	}
+	return filepath.Join(ConfigDir(), "hooks.json"), false
 }
 
 // MCPConfigPath resolves the MCP servers file; explicit is false for the

@@ -34,7 +34,7 @@ type Approver interface {
 // ApprovalRequest is one call as an approval prompt shows it, for a program
 // to decide on. Every string in it is redacted.
 type ApprovalRequest struct {
-	RunID     string `json:"run_id"`    // WithRunID's id; "" when the context has none
+	RunID     string `json:"run_id"`    // tools.WithRunID's id; "" when the context has none
 	Tool      string `json:"tool"`      // the tool's name
 	Class     string `json:"class"`     // read, write or exec
 	Workspace string `json:"workspace"` // the workspace's absolute path
@@ -72,20 +72,6 @@ const (
 // MaxApprovalDiff bounds ApprovalRequest.Diff, in bytes (notes aside).
 const MaxApprovalDiff = 64 << 10
 
-type runIDKey struct{}
-
-// WithRunID returns ctx carrying the run's id, which approval requests
-// (and the approval command's TACT_RUN_ID) report.
-func WithRunID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, runIDKey{}, id)
-}
-
-// RunIDFromContext is the id WithRunID put in ctx, or "".
-func RunIDFromContext(ctx context.Context) string {
-	id, _ := ctx.Value(runIDKey{}).(string)
-	return id
-}
-
 // request builds the approval request for c, every string redacted with
 // both the gate's and the workspace's redactor: nothing secret may reach the
 // approver.
@@ -98,7 +84,7 @@ func (g *policyGate) request(ctx context.Context, env *tools.Env, c tools.Call, 
 	}
 	f := factsOf(env, c)
 	req := ApprovalRequest{
-		RunID:   red(RunIDFromContext(ctx)),
+		RunID:   red(tools.RunID(ctx)),
 		Tool:    red(f.tool),
 		Summary: red(DescribeCall(env, c)),
 	}

@@ -85,7 +85,7 @@ func (fx *approverFixture) call(tool, args string) tools.Call {
 
 func (fx *approverFixture) check(g tools.Gate, c tools.Call) tools.Verdict {
 	fx.t.Helper()
-	v := g.Check(WithRunID(fx.t.Context(), "run-1"), fx.env, []tools.Call{c})
+	v := g.Check(tools.WithRunID(fx.t.Context(), "run-1"), fx.env, []tools.Call{c})
 	if len(v) != 1 {
 		fx.t.Fatalf("got %d verdicts", len(v))
 	}
@@ -580,7 +580,7 @@ done`
 	var wg sync.WaitGroup
 	for k := range n {
 		wg.Go(func() {
-			ctx := WithRunID(t.Context(), fmt.Sprintf("run-%d", k))
+			ctx := tools.WithRunID(t.Context(), fmt.Sprintf("run-%d", k))
 			verdicts[k] = g.Check(ctx, fx.env, []tools.Call{fx.call("run_command", fmt.Sprintf(`{"command":"touch f%d"}`, k))})[0]
 		})
 	}

@@ -23,12 +23,13 @@ import (
 
 // Verdict decisions, as recorded in traces.
 const (
-	DecisionAllow          = "allow"           // policy rule or --yes (dry run: would run)
-	DecisionDeny           = "deny"            // read-only, deny rule, or unattended without approval
-	DecisionAsk            = "ask"             // dry run only: would prompt
-	DecisionApproved       = "approved"        // the user said yes
-	DecisionRejected       = "rejected"        // the user said no, or gave no answer
-	DecisionApprovedAlways = "approved_always" // the user said yes and added an allow rule
+	DecisionAllow          = "allow"            // policy rule or --yes (dry run: would run)
+	DecisionDeny           = "deny"             // read-only, deny rule, or unattended without approval
+	DecisionAsk            = "ask"              // dry run only: would prompt
+	DecisionApproved       = "approved"         // the user said yes
+	DecisionRejected       = "rejected"         // the user said no, or gave no answer
+	DecisionApprovedAlways = "approved_always"  // the user said yes and added an allow rule
+	DecisionHookApproved   = "approved_by_hook" // a PreToolUse hook said yes where a person would be asked
 )
 
 // ReasonUnattended is the observation the model gets when a write/exec
@@ -155,6 +156,10 @@ func (g *policyGate) decide(env *tools.Env, c tools.Call) (v tools.Verdict, ask 
 	}
 	if g.o.Yes {
 		return dry(tools.Verdict{Allowed: true, Decision: DecisionAllow, Reason: "allowed by --yes"}), false
+	}
+	if c.HookApproved != "" {
+		// A PreToolUse hook said yes where a person would be asked.
+		return dry(tools.Verdict{Allowed: true, Decision: DecisionHookApproved, Reason: "approved by hook: " + c.HookApproved}), false
 	}
 	if g.o.Prompter != nil || g.o.Approver != nil {
 		return tools.Verdict{}, true

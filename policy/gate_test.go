@@ -600,3 +600,35 @@ func ExampleNewGate() {
 	// approved - approved at the prompt
 	// rejected - denied by user: rejected at the approval prompt
 }
+
+// A PreToolUse hook's approval stands for a person's yes: it needs no
+// prompter and asks none, but deny rules, --read-only and dry runs still win.
+func TestGateHookApproved(t *testing.T) {
+	env := &tools.Env{Workspace: "/ws"}
+	approved := gtCall("run_command", tools.ClassExec, `{"command":"git push"}`)
+	approved.HookApproved = "release window"
+	deny := &Policy{Deny: []Rule{{Tool: "run_command", Command: "git push"}}}
+	tests := []struct {
+		name     string
+		o        GateOptions
+		allowed  bool
+		decision string
+	}{
+		{"unattended", GateOptions{}, true, DecisionHookApproved},
+		{"with a prompter", GateOptions{Prompter: failPrompter{t}}, true, DecisionHookApproved},
+		{"deny rule wins", GateOptions{Policy: deny, Prompter: failPrompter{t}}, false, DecisionDeny},
+		{"read-only wins", GateOptions{ReadOnly: true}, false, DecisionDeny},
+		{"dry run", GateOptions{DryRun: true}, false, DecisionHookApproved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewGate(tt.o).Check(t.Context(), env, []tools.Call{approved})[0]
+			if v.Allowed != tt.allowed || v.Decision != tt.decision {
+				t.Fatalf("verdict %+v, want allowed=%v decision %s", v, tt.allowed, tt.decision)
+			}
+			if v.Allowed && !strings.Contains(v.Reason, "release window") {
+				t.Errorf("reason %q does not say the hook's reason", v.Reason)
+			}
+		})
+	}
+}

@@ -57,6 +57,8 @@ type Task struct {
 	Query   string
 	Outline []string // "1. read_file: thought" lines; empty in free mode
 	Files   []TaskFile
+	// HookContext is what the user's RunStart hooks said (docs/hooks.md).
+	HookContext string
 }
 
 // TaskFile is a context file the user gave (tact run -f), already cut.

@@ -97,6 +97,10 @@ type Executor struct {
 	// goroutine; the next action waits for it, so a tool run that
 	// finished is stored before another starts.
 	OnCheckpoint func(runID string, cp Checkpoint)
+	// Hooks runs the user's hook programs (docs/hooks.md): PreToolUse
+	// before approval, PostToolUse after a tool ran, Stop before a final
+	// answer is accepted, RunStart once as the run starts. nil: none.
+	Hooks Hooks
 }
 
 // stepRecord is one executed tool run in the jq-visible run state. It holds
@@ -156,6 +160,10 @@ type run struct {
 	// only grow: each is redacted once, not at every step).
 	cpRecords []CheckpointRecord
 	resumed   bool // the run goes on from a checkpoint (Resume)
+	// stopSentBack counts final answers a Stop hook sent back; stopReason
+	// is the last one's reason, for the budget's message.
+	stopSentBack int
+	stopReason   string
 }
 
 // Run executes plan (nil in free mode) for query. It never returns an error:
@@ -167,8 +175,7 @@ func (e *Executor) Run(ctx context.Context, query string, plan *planner.Plan) *R
 // RunWithID is Run with the caller's run id: it tags every event and the
 // result, so the events of runs sharing one sink stay separable.
 func (e *Executor) RunWithID(ctx context.Context, id, query string, plan *planner.Plan) *Result {
-	r := e.newRun(ctx, query, plan)
-	r.id, r.res.RunID = id, id
+	r := e.newRun(ctx, id, query, plan, true)
 	r.main()
 	return r.finish()
 }
@@ -182,8 +189,7 @@ func (e *Executor) RunWithID(ctx context.Context, id, query string, plan *planne
 // and time are the resumed run's own. An error means cp cannot be resumed
 // (ErrCheckpoint); the run then never started.
 func (e *Executor) Resume(ctx context.Context, id string, cp *Checkpoint, budget Budget) (*Result, error) {
-	r := e.newRun(ctx, cp.Query, nil)
-	r.id, r.res.RunID = id, id
+	r := e.newRun(ctx, id, cp.Query, nil, false)
 	if err := r.restore(cp, budget); err != nil {
 		return nil, err
 	}
@@ -210,10 +216,13 @@ func (r *run) finish() *Result {
 }
 
 // newRun sets a run up: defaults, allowed tools, budget, the pinned
-// prefix of the conversation and the context window.
-func (e *Executor) newRun(ctx context.Context, query string, plan *planner.Plan) *run {
+// prefix of the conversation and the context window. A fresh run (not a
+// resumed one, whose checkpoint holds its task) calls the RunStart hooks.
+func (e *Executor) newRun(ctx context.Context, id, query string, plan *planner.Plan, fresh bool) *run {
 	cfg := *e // defaults go into the run's copy: e stays as the caller made it
-	r := &run{e: &cfg, ctx: ctx, query: query, plan: plan, res: &Result{TokenUsage: e.SpentUsage}, start: time.Now()}
+	// The run id reaches whatever the gate hands the user's programs.
+	ctx = tools.WithRunID(ctx, id)
+	r := &run{e: &cfg, id: id, ctx: ctx, query: query, plan: plan, res: &Result{RunID: id, TokenUsage: e.SpentUsage}, start: time.Now()}
 	r.st = &r.res.State
 	r.defaults()
 	answerErr := r.setAnswerSchema()
@@ -228,14 +237,18 @@ func (e *Executor) newRun(ctx context.Context, query string, plan *planner.Plan)
 	} else {
 		r.st.MaxSteps = e.MaxIterations
 	}
+	hookContext := ""
+	if fresh && answerErr == nil {
+		hookContext = r.runStartContext()
+	}
 	r.addHist(llm.RoleSystem, r.systemPrompt(), histPinned)
-	r.addHist(llm.RoleUser, prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline()}), histPinned)
+	r.addHist(llm.RoleUser, prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline(), HookContext: hookContext}), histPinned)
 	r.initWindow()
 	if len(e.Files) > 0 {
 		// Their share of the window is known once the rest is counted.
 		files := r.taskFiles()
 		r.hist = r.hist[:1]
-		r.addHist(llm.RoleUser, prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline(), Files: files}), histPinned)
+		r.addHist(llm.RoleUser, prompt.Render("task", prompt.Task{Query: r.query, Outline: r.outline(), Files: files, HookContext: hookContext}), histPinned)
 		r.initWindow()
 	}
 	if len(e.Conversation) > 0 {

@@ -63,7 +63,11 @@ func (r *run) main() {
 			return
 		}
 		if r.st.Attempts >= r.st.MaxSteps {
-			r.fallback(ReasonMaxIterations, fmt.Sprintf("step budget of %d attempts used up without a final answer", r.st.MaxSteps))
+			msg := fmt.Sprintf("step budget of %d attempts used up without a final answer", r.st.MaxSteps)
+			if r.stopSentBack > 0 {
+				msg += fmt.Sprintf(" (a Stop hook sent %d answers back; the last: %s)", r.stopSentBack, firstLine(r.stopReason))
+			}
+			r.fallback(ReasonMaxIterations, msg)
 			return
 		}
 		if r.plan != nil && e.Planner != nil && (r.replanDue || r.st.ConsecutiveFailures >= e.ReplanThreshold) && r.st.Replans < e.MaxReplans {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tactcli/tact/hooks"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/prompt"
@@ -69,7 +70,12 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			}
 			fa.Answer = string(answer)
 		}
-		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: fa.Answer, Source: source, PlanStep: planStep, TokenUsage: usage})
+		stop := r.callHooks(hooks.Stop, hooks.Input{Answer: r.e.Redact(fa.Answer), StopHookActive: r.stopSentBack > 0})
+		if stop.Decision == hooks.DecisionBlock {
+			r.sendBack(act, source, planStep, usage, stop)
+			return
+		}
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: fa.Answer, Source: source, PlanStep: planStep, TokenUsage: usage, Hooks: stop.Runs})
 		r.st.Step++
 		if matchesPlan {
 			r.st.PlanIndex++
@@ -94,11 +100,27 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	// The action as it starts, before any approval: a terminal shows it
 	// above the approval prompt and the tool's output.
 	r.emit(EventAction, map[string]any{"iteration": len(r.res.Trace.Steps) + 1, "tool": act.Tool, "args": act.Args, "source": source, "thought": act.Thought})
+	// PreToolUse hooks come first: a block wins over every rule, an
+	// approval stands where a person would be asked.
+	pre := r.callHooks(hooks.PreToolUse, hooks.Input{ToolName: act.Tool, ToolInput: act.Args})
+	hookRuns := pre.Runs
 	// Approval: write/exec tools go through the gate.
 	decision := ""
 	var result tools.Result
-	if tool.Class() != tools.ClassRead {
-		v := e.Gate.Check(r.ctx, e.Env, []tools.Call{{Tool: tool, Args: act.Args}})[0]
+	switch {
+	case pre.Decision == hooks.DecisionBlock:
+		decision = DecisionHookBlocked
+		result = tools.Result{Err: errors.New("blocked by hook: " + pre.Reason)}
+		r.emit(EventDenied, map[string]any{"tool": act.Tool, "args": act.Args, "decision": decision, "reason": pre.Reason})
+	case tool.Class() != tools.ClassRead:
+		call := tools.Call{Tool: tool, Args: act.Args}
+		if pre.Decision == hooks.DecisionApprove {
+			call.HookApproved = pre.Reason
+			if call.HookApproved == "" {
+				call.HookApproved = "a PreToolUse hook approved it"
+			}
+		}
+		v := e.Gate.Check(r.ctx, e.Env, []tools.Call{call})[0]
 		decision = v.Decision
 		switch {
 		case e.DryRun:
@@ -117,13 +139,15 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			r.emit(EventDenied, map[string]any{"tool": act.Tool, "args": act.Args, "decision": v.Decision, "reason": v.Reason})
 		}
 	}
+	ran := false
 	if result.Output == "" && result.Err == nil {
 		r.progress("step %d: %s", r.st.Step+1, act.Tool)
 		result = tool.Run(r.ctx, e.Env, act.Args)
+		ran = true
 	}
 	if r.ctx.Err() != nil {
 		// A tool interrupted by cancellation is not a tool failure.
-		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "interrupted", Error: r.ctx.Err().Error(), ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage})
+		r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: "interrupted", Error: r.ctx.Err().Error(), ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage, Hooks: hookRuns})
 		r.checkContext()
 		return
 	}
@@ -156,7 +180,28 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		}
 	}
 	stderr := r.e.Redact(r.cutToTokens(result.Stderr, stderrLimit, nil))
-	st := StepTrace{Thought: act.Thought, Action: act.call(), Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage}
+	if ran && r.hasHook(hooks.PostToolUse) {
+		post := r.callHooks(hooks.PostToolUse, hooks.Input{ToolName: act.Tool, ToolInput: act.Args, ToolResponse: &hooks.ToolResponse{
+			Output: obsText, Stderr: stderr, Error: errText, ExitCode: result.ExitCode, Success: !failed}})
+		hookRuns = append(hookRuns, post.Runs...)
+		if post.Decision == hooks.DecisionBlock {
+			// The tool ran, but the model is told it failed, and why.
+			failed = true
+			decision = DecisionHookBlocked
+			note := "blocked by hook: " + post.Reason
+			errText = joinLines(errText, note)
+			obsText = joinLines(obsText, "error: "+note)
+			if result.Err == nil {
+				result.Err = errors.New(note)
+			} else {
+				result.Err = fmt.Errorf("%w; %s", result.Err, note)
+			}
+		}
+		if post.Context != "" {
+			obsText = joinLines(obsText, "Context from the user's hooks:\n"+post.Context)
+		}
+	}
+	st := StepTrace{Thought: act.Thought, Action: act.call(), Observation: obsText, Error: errText, ExitCode: result.ExitCode, Source: source, PlanStep: planStep, Decision: decision, TokenUsage: usage, Hooks: hookRuns}
 	r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obsText, IsError: failed, ExitCode: result.ExitCode, Stderr: stderr})
 
 	rec := stepRecord{Step: len(r.records) + 1, Tool: act.Tool, Args: act.Args, Output: result.Output, ExitCode: result.ExitCode}
@@ -211,4 +256,31 @@ func canonical(raw json.RawMessage) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// sendBack records a final answer a Stop hook did not accept and sends the
+// model back to work with the hook's reason. The step budget bounds how
+// often: each answer is an attempt.
+func (r *run) sendBack(act Action, source string, planStep int, usage llm.Usage, stop hooks.Outcome) {
+	r.stopSentBack++
+	r.stopReason = stop.Reason
+	why := "sent back by a Stop hook: " + stop.Reason
+	obs := "The final answer was not accepted: " + stop.Reason + "\nKeep working on the task, then give a new final answer."
+	r.st.RetryCount++
+	r.record(StepTrace{Thought: act.Thought, Action: act.call(), Observation: obs, Error: why, ExitCode: ExitCodeNotRun, SkipReason: SkipStopHook,
+		Source: source, PlanStep: planStep, Decision: DecisionHookBlocked, TokenUsage: usage, Hooks: stop.Runs})
+	r.appendExchange(act, source, prompt.Observation{Step: r.st.Step + 1, Tool: act.Tool, Text: obs, IsError: true})
+	r.forceModel = true
+	r.askReason = "A Stop hook did not accept the final answer."
+}
+
+// joinLines puts b on a new line after a ("" when either is empty).
+func joinLines(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n" + b
 }

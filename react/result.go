@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tactcli/tact/hooks"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
 )
@@ -107,6 +108,9 @@ type StepTrace struct {
 	// ContextTokens is the size of the prompt that chose a model step,
 	// counted before the call (the window's fill, cached part included).
 	ContextTokens int `json:"context_tokens,omitempty"`
+	// Hooks are the hook programs that ran for this step (PreToolUse,
+	// PostToolUse, Stop), in order.
+	Hooks []hooks.Run `json:"hooks,omitempty"`
 }
 
 // State is the executor's bookkeeping, exposed for scripts and tests.
@@ -147,6 +151,8 @@ type Result struct {
 	// AnswerError is why the answer did not validate against the answer
 	// schema (reason invalid_answer).
 	AnswerError string `json:"answer_error,omitempty"`
+	// Hooks are the RunStart hook programs that ran; each step lists its own.
+	Hooks []hooks.Run `json:"hooks,omitempty"`
 
 	// Conversation is the earlier turns the run was given, as it used
 	// them (the oldest perhaps folded into a summary): the next turn of the

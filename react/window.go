@@ -1,6 +1,7 @@
 package react
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,7 +100,7 @@ func (e *contextFullError) Unwrap() error { return llm.ErrContextFull }
 // window with room for a reply: a *llm.ContextTooSmallError when it cannot.
 // Runs that never call a model (no backend) always fit.
 func (e *Executor) CheckContext(query string, plan *planner.Plan) error {
-	r := e.newRun(nil, query, plan)
+	r := e.newRun(context.Background(), "", query, plan, false)
 	if !llm.HasModel(e.Backend) || r.win.size <= 0 {
 		return nil
 	}

@@ -224,7 +224,7 @@ func TestObservationCutToTheRoomLeft(t *testing.T) {
 	if res.TerminationReason != ReasonSuccess {
 		t.Fatalf("%s: %s", res.TerminationReason, res.Message)
 	}
-	r := h.ex.newRun(context.Background(), "q", nil)
+	r := h.ex.newRun(context.Background(), "", "q", nil, false)
 	limit := r.win.observationLimit(h.ex.MaxObservationTokens)
 	obs := res.Trace.Steps[0].Observation
 	if limit >= 2000 || llm.EstimateText(obs) > limit {
@@ -281,7 +281,7 @@ func atoiAfter(t *testing.T, s, prefix string) int {
 // as token_budget (exit 6) with the fallback answer, never as an error.
 func TestNothingMoreFitsEndsAsTokenBudget(t *testing.T) {
 	h := windowHarness(t, dumpActions(5, 40)+summaries(5, `{"summary":"`+strings.Repeat("long summary ", 40)+`"}`), 0)
-	r := h.ex.newRun(context.Background(), "read every part", nil)
+	r := h.ex.newRun(context.Background(), "", "read every part", nil, false)
 	probe := append(r.messages(), llm.Message{Role: llm.RoleUser, Content: "Choose the first action.\nAttempts left: 10. Reply with the next action as one JSON object."})
 	// Room for the first prompt and its reply, and barely more.
 	h.ex.ContextSize = llm.EstimatePrompt(probe) + 100 + 40

@@ -130,6 +130,26 @@ const FinalAnswer = "final_answer"
 type Call struct {
 	Tool Tool
 	Args json.RawMessage
+	// HookApproved, when set, is why a PreToolUse hook approved the call
+	// (docs/hooks.md): where the gate would ask a person, or deny because
+	// nobody can be asked, it approves instead. Deny rules, --read-only
+	// and dry runs still win.
+	HookApproved string
+}
+
+type runIDKey struct{}
+
+// WithRunID returns ctx carrying the id of the run a call belongs to, for
+// whatever the gate or a tool hands to the user's programs (an approval
+// command's request).
+func WithRunID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, runIDKey{}, id)
+}
+
+// RunID is the id WithRunID put in ctx, or "".
+func RunID(ctx context.Context) string {
+	id, _ := ctx.Value(runIDKey{}).(string)
+	return id
 }
 
 // Verdict is a Gate's answer for one call.

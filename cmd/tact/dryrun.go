@@ -42,6 +42,22 @@ func (d *dryRunSink) Handle(ev react.Event) {
 		if len(d.instructions) > 0 {
 			d.write(termCell("dry-run: project instructions: " + strings.Join(d.instructions, ", ")))
 		}
+	case react.EventHook:
+		// A dry run runs no hook: it lists which would run, and when.
+		var event, command, tool, matcher string
+		_ = ev.Decode("hook_event", &event)
+		_ = ev.Decode("command", &command)
+		_ = ev.Decode("tool", &tool) // absent for Stop and RunStart
+		_ = ev.Decode("matcher", &matcher)
+		line := "dry-run: hook " + event
+		if tool != "" {
+			line += " (" + tool
+			if matcher != "" {
+				line += ", matcher " + matcher
+			}
+			line += ")"
+		}
+		d.write(termCell(line + " would run: " + command))
 	case react.EventStep:
 		var st react.StepTrace
 		if err := ev.Decode("step", &st); err != nil {

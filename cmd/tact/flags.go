@@ -156,6 +156,9 @@ func addSafetyFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.DurationVar(&s.ToolTimeout, "tool-timeout", s.ToolTimeout, "timeout of one run_command (0: 60s)")
 	f.StringArrayVar(&s.Env, "env", s.Env, "KEY=VALUE added to run_command's environment (repeatable)")
 	f.StringArrayVar(&s.Redact, "redact", s.Redact, "regexp whose matches are replaced by [REDACTED] (repeatable)")
+	f.StringVar(&s.Hooks, "hooks", s.Hooks, "hooks `FILE` (default $XDG_CONFIG_HOME/tact/hooks.json; never read from the workspace)")
+	f.StringVar(&s.ApproveCmd, "approve-cmd", s.ApproveCmd, "`COMMAND` asked instead of a person about write/exec actions: JSON on stdin; exit 0 approves once, 3 always, else denies")
+	f.DurationVar(&s.ApproveTimeout, "approve-timeout", s.ApproveTimeout, "how long --approve-cmd may take before the action is denied")
 }
 
 // addServeFlags: where tact serve listens, who may call it, and how much

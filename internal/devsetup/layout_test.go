@@ -10,7 +10,7 @@ const module = "github.com/tactcli/tact/"
 
 // engine lists the packages no ground-floor package may import
 // (docs/development.md, Layout).
-var engine = []string{"agent", "server", "react", "planner", "runplan", "mcp", "tools", "policy", "sandbox", "llm", "cmd"}
+var engine = []string{"agent", "server", "react", "planner", "runplan", "mcp", "tools", "policy", "hooks", "sandbox", "llm", "cmd"}
 
 // TestLayout checks docs/development.md's import rules with go list (no
 // build): nothing under internal/ (nor redact, schema, prompt, config,
@@ -53,7 +53,7 @@ func TestLayout(t *testing.T) {
 			}
 		}
 	}
-	for _, pkg := range []string{"agent", "server", "react", "planner", "mcp", "tools", "policy", "runplan", "history"} {
+	for _, pkg := range []string{"agent", "server", "react", "planner", "mcp", "tools", "policy", "hooks", "runplan", "history"} {
 		for _, d := range deps[pkg] {
 			if d == "llm/llamacpp" || d == "llm/openai" || d == "llm/backends" {
 				t.Errorf("%s depends on the concrete backend %s", pkg, d)

@@ -191,11 +191,8 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			note := "blocked by hook: " + post.Reason
 			errText = joinLines(errText, note)
 			obsText = joinLines(obsText, "error: "+note)
-			if result.Err == nil {
-				result.Err = errors.New(note)
-			} else {
-				result.Err = fmt.Errorf("%w; %s", result.Err, note)
-			}
+			rawErr = joinLines(rawErr, note)
+			result.Err = errors.New(rawErr)
 		}
 		if post.Context != "" {
 			obsText = joinLines(obsText, "Context from the user's hooks:\n"+post.Context)
@@ -274,8 +271,10 @@ func (r *run) sendBack(act Action, source string, planStep int, usage llm.Usage,
 	r.askReason = "A Stop hook did not accept the final answer."
 }
 
-// joinLines puts b on a new line after a ("" when either is empty).
+// joinLines puts b on a new line after a, without a blank line between
+// (either alone when the other is empty).
 func joinLines(a, b string) string {
+	a = strings.TrimRight(a, "\n")
 	switch {
 	case a == "":
 		return b

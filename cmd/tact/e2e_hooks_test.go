@@ -446,7 +446,7 @@ func TestHooksHangingHookHoldsUpNoOtherRun(t *testing.T) {
 	killMarked(t, marker)
 	cmd := `in=$(cat); case "$in" in *HANGME*) exec sleep ` + marker + ` ;; esac; echo "blocked at once" >&2; exit 2`
 	hooksPath := h.hooksFile("hang.json", map[string][]map[string]any{
-		"PreToolUse": {{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": cmd, "timeout": 0.5}}}},
+		"PreToolUse": {{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": cmd, "timeout": 3}}}},
 	})
 	plan := h.file("plan.jsonl", planJSONL(t, step("run_command", map[string]any{"command": "rm x"}), finalStep("removed")))
 	queries := h.file("queries.jsonl", `{"id":"hang","query":"HANGME remove x"}
@@ -469,7 +469,7 @@ func TestHooksHangingHookHoldsUpNoOtherRun(t *testing.T) {
 	if got := rs[0].Trace.Steps[0].Observation; got != "blocked by hook: blocked at once" {
 		t.Errorf("quick run's observation %q", got)
 	}
-	if got := rs[1].Trace.Steps[0].Observation; !strings.HasPrefix(got, "blocked by hook: hook `") || !strings.HasSuffix(got, "` timed out after 500ms") {
+	if got := rs[1].Trace.Steps[0].Observation; !strings.HasPrefix(got, "blocked by hook: hook `") || !strings.HasSuffix(got, "` timed out after 3s") {
 		t.Errorf("hanging run's observation %q, want the hook's timeout", got)
 	}
 	// One hook event a run: the quick one's exit 2, the hanging one's a
@@ -486,8 +486,8 @@ func TestHooksHangingHookHoldsUpNoOtherRun(t *testing.T) {
 		t.Errorf("quick run's hook event %v", quick[0])
 	}
 	if d, _ := hang[0]["duration_ms"].(float64); hang[0]["exit_code"] == 0.0 || hang[0]["exit_code"] == 2.0 || hang[0]["decision"] != "block" ||
-		!strings.HasSuffix(fmt.Sprint(hang[0]["reason"]), "timed out after 500ms") || d < 500 {
-		t.Errorf("hanging run's hook event %v; want a block at the 500ms timeout", hang[0])
+		!strings.HasSuffix(fmt.Sprint(hang[0]["reason"]), "timed out after 3s") || d < 3000 {
+		t.Errorf("hanging run's hook event %v; want a block at the 3s timeout", hang[0])
 	}
 	// Its sleep was killed with its process group.
 	assertNoSurvivors(t, marker, 10*time.Second)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -175,7 +176,7 @@ const sixSteps = `{"type":"plan","query":"six steps"}
 {"tool":"run_command","args":{"command":"sh -c 'echo 1 >> ran.log'"}}
 {"tool":"run_command","args":{"command":"sh -c 'echo 2 >> ran.log'"}}
 {"tool":"run_command","args":{"command":"sh -c 'echo 3 >> ran.log'"}}
-{"tool":"run_command","args":{"command":"sh -c '[ -e go ] || echo at4 > fifo; [ -e go ] || sleep 60; echo 4 >> ran.log'"}}
+{"tool":"run_command","args":{"command":"sh -c 'echo $$ > pid4; [ -e go ] || echo at4 > fifo; [ -e go ] || sleep 60; echo 4 >> ran.log'"}}
 {"tool":"run_command","args":{"command":"sh -c 'echo 5 >> ran.log'"}}
 {"tool":"run_command","args":{"command":"sh -c 'echo 6 >> ran.log'"}}
 {"tool":"final_answer","args":{"answer":{"$jq":"[.steps[].exit_code] | length | tostring"}}}
@@ -232,6 +233,7 @@ func TestHistoryResumeAfterCut(t *testing.T) {
 			if runs[0].Reason == "success" {
 				t.Fatalf("the cut run reads as %s", runs[0].Reason)
 			}
+			waitShellGone(t, filepath.Join(h.ws, "pid4"))
 			h.write("ws/go", "")
 			out, errOut, code := h.run("", "exec", "--yes", "--resume", runs[0].ID[:6])
 			if code != 0 {
@@ -472,7 +474,7 @@ func TestHistoryResumeFreeRun(t *testing.T) {
 	}
 	step := func(n int) string { return fmt.Sprintf("sh -c 'echo %d >> ran.log; echo did %d'", n, n) }
 	first := h.write("first.jsonl", act(step(1))+act(step(2))+act(step(3))+
-		act("sh -c '[ -e go ] || echo at4 > fifo; [ -e go ] || sleep 60; echo 4 >> ran.log'"))
+		act("sh -c 'echo $$ > pid4; [ -e go ] || echo at4 > fifo; [ -e go ] || sleep 60; echo 4 >> ran.log'"))
 	rest := h.write("rest.jsonl", act("sh -c 'echo 4 >> ran.log'", "did 1", "did 2", "did 3")+act(step(5))+act(step(6))+
 		`{"kind":"action","text":"{\"thought\":\"all six steps ran\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"done\"}}"}`+"\n")
 	fifo := filepath.Join(h.ws, "fifo")
@@ -488,6 +490,10 @@ func TestHistoryResumeFreeRun(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	_ = cmd.Wait()
+	// tact's helper kills the step's shell once tact is gone, a moment
+	// later on a busy machine: "go" must not be there before, or the
+	// killed run's step 4 could still finish.
+	waitShellGone(t, filepath.Join(h.ws, "pid4"))
 	h.write("ws/go", "")
 	out, errOut, code := h.run("", "run", "--yes", "--resume", "last", "--script", rest)
 	if code != 0 || strings.TrimSpace(out) != "done" {
@@ -531,4 +537,23 @@ func TestHistoryResumeRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want exit 2 and one line with %q", tc.args, code, errOut, tc.want)
 		}
 	}
+}
+
+// waitShellGone waits until the process whose pid the file holds has ended.
+func waitShellGone(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	for range 20 { // processGone waits up to 3 s a call
+		if processGone(pid) {
+			return
+		}
+	}
+	t.Fatalf("the killed run's shell %d is still running", pid)
 }

@@ -1,20 +1,15 @@
 package hooks
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/tactcli/tact/internal/procsafe"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/sandbox"
@@ -22,15 +17,9 @@ import (
 
 const (
 	// DefaultMaxOutput caps what is kept of each of a hook's streams.
-	DefaultMaxOutput = 64 << 10
+	DefaultMaxOutput = sandbox.DefaultProgramOutput
 	// maxMessage caps a reason or context handed to the model.
 	maxMessage = 8 << 10
-	// waitDelay is how long a hook's output may stay open after it exited
-	// or was killed (a background child holding stdout): then the pipes are
-	// closed and what is left of its process group is killed.
-	waitDelay = 500 * time.Millisecond
-	// shell runs each hook's command, as Claude Code does.
-	shell = "/bin/sh"
 )
 
 // Options configure a Runner.
@@ -173,72 +162,38 @@ func isHookEnv(name string) bool {
 	return false
 }
 
-// runHook runs one hook: sh -c COMMAND in dir, in a session of its own
-// (no controlling terminal; its process group is killed whole at the
-// timeout), stdin the JSON, stdout and stderr captured up to MaxOutput.
+// runHook runs one hook with sandbox.RunProgram (sh -c COMMAND in dir, in
+// a session of its own, its group killed whole at the timeout), stdin the
+// JSON, stdout and stderr captured up to MaxOutput.
 func (r *Runner) runHook(ctx context.Context, h Hook, dir string, stdin []byte, env []string) result {
-	start := time.Now()
 	res := result{run: Run{Event: h.Event, Matcher: h.Matcher, Command: h.Command, ExitCode: -1}}
 	timeout := h.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	hctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	stdout := &capped{max: r.opt.MaxOutput}
-	stderr := &capped{max: r.opt.MaxOutput}
-	cmd := exec.CommandContext(hctx, shell, "-c", h.Command)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = procAttr()
-	// The whole group, not only sh: `sleep 1000 & wait` must end too.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = waitDelay
-
-	if ctx.Err() != nil {
+	pr := sandbox.RunProgram(ctx, sandbox.Program{
+		Command: h.Command, Dir: dir, Env: env, Stdin: stdin,
+		Timeout: timeout, MaxOutput: r.opt.MaxOutput,
+	})
+	res.run.DurationMS = pr.Duration.Milliseconds()
+	switch {
+	case pr.StartErr != nil:
+		return r.failed(res, fmt.Sprintf("could not start: %v", pr.StartErr))
+	case pr.ExitCode >= 0:
+	case pr.Cancelled:
 		return r.failed(res, "was cancelled")
+	case pr.TimedOut:
+		return r.failed(res, "timed out after "+seconds(timeout))
+	case pr.Signal != 0:
+		return r.failed(res, fmt.Sprintf("was killed by signal %d (%v)", int(pr.Signal), pr.Signal))
+	default:
+		return r.failed(res, "ended without an exit status")
 	}
-	err := procsafe.Seal() // the hook gets its three pipes and nothing else tact holds
-	if err == nil {
-		err = cmd.Start()
-	}
-	if err != nil {
-		res.run.DurationMS = time.Since(start).Milliseconds()
-		return r.failed(res, fmt.Sprintf("could not start: %v", err))
-	}
-	untrack := sandbox.TrackProcessGroup(cmd.Process.Pid)
-	err = cmd.Wait()
-	if errors.Is(err, exec.ErrWaitDelay) {
-		// It exited, but something it started still holds its output:
-		// that belongs to the hook and goes with it.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	untrack()
-	res.run.DurationMS = time.Since(start).Milliseconds()
-
-	state := cmd.ProcessState
-	if state == nil || !state.Exited() {
-		switch {
-		case ctx.Err() != nil:
-			return r.failed(res, "was cancelled")
-		case hctx.Err() != nil:
-			return r.failed(res, "timed out after "+seconds(timeout))
-		case state != nil:
-			if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return r.failed(res, fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal()))
-			}
-			return r.failed(res, state.String())
-		}
-		return r.failed(res, fmt.Sprintf("failed: %v", err))
-	}
-	res.run.ExitCode = state.ExitCode()
+	res.run.ExitCode = pr.ExitCode
 	switch res.run.ExitCode {
 	case 0:
 	case 2:
-		reason := strings.TrimSpace(stderr.buf.String())
+		reason := strings.TrimSpace(string(pr.Stderr))
 		if reason == "" {
 			reason = "blocked by hook (exit 2, no reason given)"
 		}
@@ -246,17 +201,17 @@ func (r *Runner) runHook(ctx context.Context, h Hook, dir string, stdin []byte, 
 		return res
 	default:
 		what := fmt.Sprintf("exited %d", res.run.ExitCode)
-		if line := firstLine(stderr.buf.String()); line != "" {
+		if line := firstLine(string(pr.Stderr)); line != "" {
 			what += ": " + line
 		}
 		return r.failed(res, what)
 	}
 
-	rp, err := parseReply(h.Event, stdout.buf.Bytes())
+	rp, err := parseReply(h.Event, pr.Stdout)
 	if err != nil {
 		what := "gave a malformed reply: " + err.Error()
-		if stdout.cut > 0 {
-			what += fmt.Sprintf(" (its stdout was cut at %d bytes)", stdout.max)
+		if pr.StdoutCut {
+			what += fmt.Sprintf(" (its stdout was cut at %d bytes)", r.opt.MaxOutput)
 		}
 		return r.failed(res, what)
 	}
@@ -352,23 +307,4 @@ func firstLine(s string) string {
 		}
 	}
 	return ""
-}
-
-// capped keeps the first max bytes written and drops the rest, so a hook
-// writing without end neither fills memory nor blocks on a full pipe.
-// exec's copying goroutine is its only writer, and it is read after Wait.
-type capped struct {
-	buf bytes.Buffer
-	max int
-	cut int64 // bytes dropped
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := max(c.max-c.buf.Len(), 0)
-	if len(p) <= room {
-		return c.buf.Write(p)
-	}
-	c.buf.Write(p[:room])
-	c.cut += int64(len(p) - room)
-	return len(p), nil
 }

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/kballard/go-shellquote"
 
-	"github.com/tactcli/tact/internal/procsafe"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/sandbox"
 	"github.com/tactcli/tact/tools"
@@ -288,14 +286,6 @@ const (
 	ApproverExitAlways = 3
 )
 
-// maxApproverOutput bounds what is kept of the command's stdout and stderr.
-const maxApproverOutput = 64 << 10
-
-// approverWaitDelay is how long the command's group gets between SIGTERM
-// and SIGKILL, and how long a background child may keep the pipes open
-// after the command exits, before tact stops waiting for it.
-const approverWaitDelay = time.Second
-
 type commandApprover struct {
 	o   CommandApproverOptions
 	log *slog.Logger
@@ -305,10 +295,10 @@ type commandApprover struct {
 // for each request (outside the sandbox: it is theirs), with the request's
 // JSON on stdin and TACT_RUN_ID and TACT_WORKSPACE in its environment. Exit
 // status 0 is yes, 3 always; any other status, a signal, a timeout or a
-// failure to start is no, with an error naming what happened. It runs in a
-// session of its own (no terminal); at the timeout or when ctx ends its
-// process group gets SIGTERM, and once it has exited (or approverWaitDelay
-// later) whatever is left of the group is killed.
+// failure to start is no, with an error naming what happened. It runs with
+// sandbox.RunProgram: in a session of its own (no terminal), its process
+// group killed at the timeout or when ctx ends, and with it any child still
+// holding its output once it has exited.
 func NewCommandApprover(o CommandApproverOptions) Approver {
 	a := &commandApprover{o: o, log: o.Log}
 	if a.o.Timeout <= 0 {
@@ -330,63 +320,37 @@ func (a *commandApprover) Approve(ctx context.Context, req ApprovalRequest) (str
 		return AnswerNo, fmt.Errorf("approval request: %w", err)
 	}
 	payload = append(payload, '\n')
-	tctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
-	defer cancel()
-
-	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", a.o.Command)
-	cmd.Dir = a.o.Dir
-	if cmd.Dir == "" {
-		cmd.Dir = req.Workspace
+	dir := a.o.Dir
+	if dir == "" {
+		dir = req.Workspace
 	}
-	cmd.Env = approverEnv(a.o.Env, req)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Stdin = bytes.NewReader(payload)
-	var stdout, stderr capWriter
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// The group leader's pid is its process group id (Setsid).
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = approverWaitDelay
+	res := sandbox.RunProgram(ctx, sandbox.Program{
+		Command: a.o.Command, Dir: dir, Env: approverEnv(a.o.Env, req),
+		Stdin: payload, Timeout: a.o.Timeout,
+	})
+	a.log.Debug("approval command done", "tool", req.Tool, "run_id", req.RunID,
+		"exit", res.ExitCode, "signal", res.Signal, "timed_out", res.TimedOut, "start_err", res.StartErr,
+		"took", res.Duration.Round(time.Millisecond), "stdout", string(res.Stdout), "stderr", string(res.Stderr))
 
-	// The command gets its three pipes and nothing else tact holds.
-	if err := procsafe.Seal(); err != nil {
-		return AnswerNo, fmt.Errorf("approver not started: %w", err)
-	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return AnswerNo, fmt.Errorf("approver could not start: %w", err)
-	}
-	pgid := cmd.Process.Pid
-	untrack := sandbox.TrackProcessGroup(pgid)
-	err = cmd.Wait()
-	// The answer is in: what is left of the group (a background child, or
-	// whatever outlived SIGTERM at the timeout) goes now.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	untrack()
-	a.log.Debug("approval command done", "tool", req.Tool, "run_id", req.RunID, "pid", pgid,
-		"status", err, "took", time.Since(start).Round(time.Millisecond),
-		"stdout", stdout.String(), "stderr", stderr.String())
-
+	stderr := string(res.Stderr)
 	switch {
 	case ctx.Err() != nil:
+		// The call is over: whatever the command answered, nobody asks.
 		return AnswerNo, fmt.Errorf("approver stopped: %w", context.Cause(ctx))
-	case tctx.Err() != nil:
+	case res.StartErr != nil:
+		return AnswerNo, fmt.Errorf("approver could not start: %w", res.StartErr)
+	case res.TimedOut:
 		return AnswerNo, fmt.Errorf("approver timed out after %s", a.o.Timeout)
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success():
+	case res.ExitCode == ApproverExitYes:
 		return AnswerYes, nil
-	case errors.As(err, &ee) && ee.Exited() && ee.ExitCode() == ApproverExitAlways:
+	case res.ExitCode == ApproverExitAlways:
 		return AnswerAlways, nil
-	case errors.As(err, &ee) && ee.Exited():
-		return AnswerNo, withStderr(fmt.Sprintf("approver exited %d", ee.ExitCode()), stderr.String())
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return AnswerNo, withStderr(fmt.Sprintf("approver killed by signal %d (%s)", int(ws.Signal()), ws.Signal()), stderr.String())
-		}
-		return AnswerNo, withStderr("approver "+ee.String(), stderr.String())
+	case res.ExitCode > 0:
+		return AnswerNo, withStderr(fmt.Sprintf("approver exited %d", res.ExitCode), stderr)
+	case res.Signal != 0:
+		return AnswerNo, withStderr(fmt.Sprintf("approver killed by signal %d (%s)", int(res.Signal), res.Signal), stderr)
 	}
-	return AnswerNo, fmt.Errorf("approver: %w", err)
+	return AnswerNo, withStderr("approver ended without an exit status", stderr)
 }
 
 // withStderr is msg with the first non-empty line of stderr, if any.
@@ -413,16 +377,3 @@ func approverEnv(base []string, req ApprovalRequest) []string {
 	}
 	return append(env, "TACT_RUN_ID="+req.RunID, "TACT_WORKSPACE="+req.Workspace)
 }
-
-// capWriter keeps the first maxApproverOutput bytes written and drops the
-// rest, never failing: the command must not die of a closed pipe.
-type capWriter struct{ buf bytes.Buffer }
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	if room := maxApproverOutput - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (w *capWriter) String() string { return w.buf.String() }

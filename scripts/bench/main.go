@@ -66,7 +66,7 @@ var (
 	systemFlag      = flag.Int("system-tokens", 1500, "ReAct system prompt length")
 	verboseFlag     = flag.Bool("v", false, "show llama.cpp's logs")
 
-	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel, batch, promptcache, history, openai or serve (the last two only when asked)")
+	onlyFlag          = flag.String("only", "", "run one part: backend (throughput, ReAct, grammar), concurrency, longrun, parallel, batch, promptcache, history, openai, peers or serve (the last three only when asked)")
 	pcRepeatFlag      = flag.Int("pc-repeat", 3, "cold/warm pairs of the promptcache part (the medians count)")
 	concurrentFlag    = flag.String("concurrent", "2,4", "counts of concurrent tact processes, comma-separated")
 	unlockedFlag      = flag.Bool("unlocked", true, "also run the smallest -concurrent count without the cpu lock")
@@ -97,8 +97,8 @@ func progress(format string, a ...any) {
 }
 
 func run() error {
-	if *onlyFlag != "" && *onlyFlag != "backend" && *onlyFlag != "concurrency" && *onlyFlag != "longrun" && *onlyFlag != "parallel" && *onlyFlag != "batch" && *onlyFlag != "promptcache" && *onlyFlag != "openai" && *onlyFlag != "serve" && *onlyFlag != "history" {
-		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel, batch, promptcache, openai, serve or history", *onlyFlag)
+	if *onlyFlag != "" && !slices.Contains([]string{"backend", "concurrency", "longrun", "parallel", "batch", "promptcache", "openai", "peers", "serve", "history"}, *onlyFlag) {
+		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel, batch, promptcache, openai, peers, serve or history", *onlyFlag)
 	}
 	if *onlyFlag == "history" {
 		// The run history's cost a step: no model, seconds.
@@ -178,6 +178,11 @@ func run() error {
 	}
 	if *onlyFlag == "openai" { // needs ollama: only when asked
 		if err := openaiBench(path, threads); err != nil {
+			return err
+		}
+	}
+	if *onlyFlag == "peers" { // needs npm and ollama: only when asked
+		if err := peersBench(path, threads); err != nil {
 			return err
 		}
 	}

@@ -70,7 +70,7 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 			}
 			fa.Answer = string(answer)
 		}
-		stop := r.callHooks(hooks.Stop, hooks.Input{Answer: r.e.Redact(fa.Answer), StopHookActive: r.stopSentBack > 0})
+		stop := r.callHooks(hooks.Stop, hooks.Input{Answer: fa.Answer, StopHookActive: r.stopSentBack > 0})
 		if stop.Decision == hooks.DecisionBlock {
 			r.sendBack(act, source, planStep, usage, stop)
 			return

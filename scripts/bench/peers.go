@@ -68,7 +68,6 @@ type peerResult struct {
 	ReactReuse   *peerReact `json:"react_reuse"`
 	ReactCold    *peerReact `json:"react_cold"`
 	Version      string     `json:"version"`
-	LlamaCpp     string     `json:"llama_cpp"`
 	err          error
 }
 
@@ -127,7 +126,7 @@ func newPeerWorkload(be *llamacpp.Backend, path string, threads int) *peerWorklo
 
 // tactPeer measures the backend as the backend part does, on the workload.
 func tactPeer(be *llamacpp.Backend, w *peerWorkload) *peerResult {
-	res := &peerResult{Version: "", LlamaCpp: "ollama v0.17.4's"}
+	res := &peerResult{}
 	sp := llm.Sampling{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 42}
 	for i := range w.Repeat + 1 {
 		be.Reset()

@@ -84,7 +84,7 @@ for (let i = 0; i < w.reactRepeat; i++) {
 
 const pkg = JSON.parse(fs.readFileSync(new URL("node_modules/node-llama-cpp/package.json", import.meta.url), "utf8"));
 console.log(JSON.stringify({
-	version: pkg.version, llama_cpp: llama.llamaCppRelease?.release ?? "", prompt_tokens: prompt.length,
+	version: pkg.version, prompt_tokens: prompt.length,
 	prompt_rate: promptRate, gen_rate: genRate, gen_tokens: genTokens, react_reuse: withReuse, react_cold: cold,
 }));
 await context.dispose();

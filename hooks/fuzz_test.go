@@ -117,3 +117,29 @@ func FuzzToolInput(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCutReply: a reply cut at any length is never taken as an opinion
+// (allow or approve) of a PreToolUse, PostToolUse or Stop hook; whole
+// replies decide as parseReply does.
+func FuzzCutReply(f *testing.F) {
+	for _, s := range []string{`{"decision":"block","reason":"r"}`, `{"decision":"approve"}`, "   \n\t", `plain`, `{"hookSpecificOutput":{"permissionDecision":"deny"}}`} {
+		f.Add([]byte(s), uint16(len(s)/2))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, at uint16) {
+		n := min(int(at), len(data))
+		for _, ev := range Events {
+			rp, err := judgeReply(ev, data[:n], true)
+			if ev != RunStart && err == nil {
+				t.Fatalf("%s: a reply cut at %d of %d bytes was taken as %+v", ev, n, len(data), rp)
+			}
+			if ev == RunStart && err == nil && rp.decision != "" {
+				t.Fatalf("RunStart decided %q", rp.decision)
+			}
+			whole, err1 := judgeReply(ev, data, false)
+			want, err2 := parseReply(ev, data)
+			if (err1 == nil) != (err2 == nil) || whole != want {
+				t.Fatalf("%s: whole reply judged %+v %v, parsed %+v %v", ev, whole, err1, want, err2)
+			}
+		}
+	})
+}

@@ -3,6 +3,7 @@ package hooks
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -12,6 +13,24 @@ type reply struct {
 	decision string // "", DecisionBlock or DecisionApprove
 	reason   string
 	context  string
+}
+
+// errCutReply: the hook wrote more than tact keeps of its stdout.
+var errCutReply = errors.New("its reply was cut")
+
+// judgeReply is parseReply over what was kept of a hook's stdout; cut says
+// more was written. What was dropped may have said anything (a block after
+// 64 KiB of blanks), so a cut reply is unknown and an error (a PreToolUse
+// hook then fails closed), except a RunStart hook's plain text, which is
+// only context and is capped anyway.
+func judgeReply(ev Event, stdout []byte, cut bool) (reply, error) {
+	if cut {
+		t := bytes.TrimSpace(stdout)
+		if ev != RunStart || len(t) == 0 || t[0] == '{' {
+			return reply{}, errCutReply
+		}
+	}
+	return parseReply(ev, stdout)
 }
 
 // parseReply reads a hook's stdout as Claude Code does: a JSON object is a

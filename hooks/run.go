@@ -207,11 +207,11 @@ func (r *Runner) runHook(ctx context.Context, h Hook, dir string, stdin []byte, 
 		return r.failed(res, what)
 	}
 
-	rp, err := parseReply(h.Event, pr.Stdout)
+	rp, err := judgeReply(h.Event, pr.Stdout, pr.StdoutCut)
 	if err != nil {
 		what := "gave a malformed reply: " + err.Error()
 		if pr.StdoutCut {
-			what += fmt.Sprintf(" (its stdout was cut at %d bytes)", r.opt.MaxOutput)
+			what = fmt.Sprintf("replied more than the %d bytes kept of its stdout: a cut reply is unknown", r.opt.MaxOutput)
 		}
 		return r.failed(res, what)
 	}

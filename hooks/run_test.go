@@ -488,3 +488,32 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestCutReply: a reply longer than what is kept of stdout is unknown,
+// whatever the kept part says: a PreToolUse hook then blocks (a "block"
+// after 64 KiB of blanks is not "no opinion"), a PostToolUse hook is a
+// failed hook; a RunStart hook's plain text is context, kept as before.
+func TestCutReply(t *testing.T) {
+	const blanks = "head -c 70000 /dev/zero | tr '\\0' ' '; "
+	for _, tc := range []struct {
+		name    string
+		ev      Event
+		command string
+		want    string
+	}{
+		{"blank then block", PreToolUse, blanks + `echo '{"decision":"block","reason":"no"}'`, DecisionBlock},
+		{"blank then approve", PreToolUse, blanks + `echo '{"decision":"approve"}'`, DecisionBlock},
+		{"object cut", PreToolUse, `printf '{"reason":"'; head -c 70000 /dev/zero | tr '\0' a; echo '"}'`, DecisionBlock},
+		{"post blank", PostToolUse, blanks + `echo '{"decision":"block"}'`, DecisionAllow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _ := run(t, Options{}, tc.ev, "run_command", `{"command":"ls"}`, spec{"", tc.command, 0})
+			if out.Decision != tc.want || !strings.Contains(out.Runs[0].Reason, "a cut reply is unknown") {
+				t.Fatalf("outcome %+v", out)
+			}
+			if tc.ev == PostToolUse && out.Runs[0].Decision != DecisionError {
+				t.Fatalf("run %+v", out.Runs[0])
+			}
+		})
+	}
+}

@@ -166,7 +166,7 @@ type serverJSON struct {
 // unless explicit (the user named it with --mcp-config or TACT_MCP_CONFIG).
 func Load(path string, explicit bool, lookup func(string) (string, bool)) (*Config, error) {
 	// A regular file only: a FIFO or device is refused, never waited on.
-	data, err := filekind.ReadFile(filekind.Spec{What: "MCP servers file", Max: maxConfigSize}, path)
+	data, err := filekind.ReadFile(filekind.Spec{What: "MCP servers file", Max: maxConfigSize, Trusted: true}, path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
 		return &Config{Path: path}, nil
 	}

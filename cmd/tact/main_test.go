@@ -82,6 +82,14 @@ func TestScripts(t *testing.T) {
 			env.Setenv("REPO", root)
 			return nil
 		},
+		// [root]: the script runs as root (it can chown files to another
+		// user, and root's own rules apply).
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"jq":         cmdJQ,
 			"exitcode":   cmdExitCode,

@@ -29,6 +29,9 @@ var (
 	ErrTooLarge = errors.New("larger than its size cap")
 	// ErrNoReader: an output FIFO that no process reads.
 	ErrNoReader = errors.New("a named pipe (FIFO) with no reader")
+	// ErrUntrusted: a file that runs code (Spec.Trusted) is owned by
+	// another user, or writable by group or others.
+	ErrUntrusted = errors.New("owned or writable by another user")
 )
 
 // Spec says what an input or output is and how it may be opened.
@@ -41,6 +44,12 @@ type Spec struct {
 	Max int64
 	// NoFollow refuses a symbolic link as the last component (O_NOFOLLOW).
 	NoFollow bool
+	// Trusted marks a file whose contents run programs or approve them (the
+	// hooks, policy and MCP servers files): as runs.db and the prompt cache,
+	// it is refused when another user (not this one, not root) owns it or
+	// group or others may write it, since they could run code as this user.
+	// Checked on the opened descriptor, so on what a symlink leads to.
+	Trusted bool
 }
 
 // Error is a refused or failed open or read: "WHAT PATH: is a named pipe
@@ -53,6 +62,7 @@ type Error struct {
 	Path string
 	Mode fs.FileMode // the file's type (ErrNotRegular)
 	Max  int64       // the cap (ErrTooLarge)
+	Uid  uint32      // the owner (ErrUntrusted)
 	Err  error
 }
 
@@ -74,6 +84,11 @@ func (e *Error) Why() string {
 		return "larger than the " + Size(e.Max) + " cap"
 	case ErrNoReader:
 		return "is " + ErrNoReader.Error()
+	case ErrUntrusted:
+		if perm := e.Mode.Perm(); perm&0o022 != 0 {
+			return fmt.Sprintf("is writable by group or others (mode %04o), so another user could make tact run anything; refused (chmod go-w %s)", perm, e.Path)
+		}
+		return fmt.Sprintf("is owned by uid %d, not by this user (uid %d) or root, so another user could make tact run anything; refused", e.Uid, os.Geteuid())
 	}
 	return ""
 }
@@ -295,5 +310,25 @@ func regularOpened(s Spec, path string, f *os.File) (fs.FileInfo, error) {
 		f.Close()
 		return nil, &Error{What: s.What, Path: path, Mode: st.Mode(), Err: ErrNotRegular}
 	}
+	if s.Trusted {
+		if err := trusted(s, path, st); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	return st, nil
+}
+
+// trusted refuses a file that runs code when another user could have
+// written it: owned by neither this user nor root, or writable by group or
+// others (git's safe.directory and ssh's StrictModes judge alike).
+func trusted(s Spec, path string, st fs.FileInfo) error {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if uid := sys.Uid; (uid != 0 && int(uid) != os.Geteuid()) || st.Mode().Perm()&0o022 != 0 {
+		return &Error{What: s.What, Path: path, Mode: st.Mode(), Uid: uid, Err: ErrUntrusted}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package filekind
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -248,5 +249,51 @@ func TestOpenLockKinds(t *testing.T) {
 				t.Fatalf("err %v, want ...%q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestTrusted: a file that runs code is refused when another user could
+// have written it (owned by neither this user nor root, or writable by
+// group or others); the user's own 0600/0644 file reads.
+func TestTrusted(t *testing.T) {
+	dir := t.TempDir()
+	s := Spec{What: "hooks file", Max: 1 << 10, Trusted: true}
+	for _, tc := range []struct {
+		mode os.FileMode
+		uid  int // -1: this user
+		want string
+	}{
+		{0o600, -1, ""},
+		{0o644, -1, ""},
+		{0o664, -1, "is writable by group or others (mode 0664)"},
+		{0o646, -1, "is writable by group or others (mode 0646)"},
+		{0o644, 65534, "is owned by uid 65534"},
+		{0o644, 0, ""},
+	} {
+		p := filepath.Join(dir, fmt.Sprintf("f%o-%d", tc.mode, tc.uid))
+		if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		if tc.uid >= 0 {
+			if os.Geteuid() != 0 {
+				continue // only root can give a file away
+			}
+			if err := os.Chown(p, tc.uid, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := ReadFile(s, p)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", p, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrUntrusted)):
+			t.Errorf("%s: error %v, want %q", p, err, tc.want)
+		}
+		if _, err := ReadFile(Spec{What: "x", Max: 1 << 10}, p); err != nil {
+			t.Errorf("%s without Trusted: %v", p, err)
+		}
 	}
 }

@@ -368,6 +368,9 @@ func (rt *Runtime) loadInstructions() {
 		return
 	}
 	rt.instructions = in
+	if in.Refused != "" {
+		slog.Warn("project instructions: " + in.Refused)
+	}
 	if len(in.Files) > 0 {
 		slog.Debug("project instructions", "root", in.Root, "files", in.Files, "bytes", len(in.Text), "cut", in.Cut,
 			"text", rt.Redactor.Redact(in.Text))

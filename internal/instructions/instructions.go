@@ -37,6 +37,10 @@ type Instructions struct {
 	Files []string // the files read, slash paths relative to Root, root-first
 	Root  string   // the directory nothing above is read from (git root or workspace)
 	Cut   bool     // Text was cut at MaxBytes
+	// Refused says why the enclosing git root was not used ("": it was, or
+	// there is none): another user owns it, so the files above the
+	// workspace are theirs to write; only the workspace's own are read.
+	Refused string
 }
 
 // Load reads the project instructions of workspace (a real path, symlinks
@@ -45,6 +49,12 @@ type Instructions struct {
 func Load(workspace string) (Instructions, error) {
 	rootDir := gitRoot(workspace)
 	in := Instructions{Root: rootDir}
+	if why := untrustedRoot(rootDir); why != "" && rootDir != workspace {
+		// As git's safe.directory: /tmp/.git and /tmp/AGENTS.md made by
+		// another user must not reach the prompt of every run under /tmp.
+		in.Refused = why
+		rootDir, in.Root = workspace, workspace
+	}
 	root, err := os.OpenRoot(rootDir)
 	if err != nil {
 		return in, fmt.Errorf("project instructions: %w", err)
@@ -131,6 +141,21 @@ func gitRoot(workspace string) string {
 		}
 		dir = parent
 	}
+}
+
+// untrustedRoot says why a git root may not be trusted (its directory or
+// its .git owned by a user who is neither this one nor root), or "".
+func untrustedRoot(dir string) string {
+	for _, p := range []string{dir, filepath.Join(dir, ".git")} {
+		st, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+			return fmt.Sprintf("the git root %s is not used: %s is owned by uid %d, not by this user (uid %d) or root (as git's safe.directory); only the workspace's own files are read", dir, p, sys.Uid, os.Geteuid())
+		}
+	}
+	return ""
 }
 
 // dirsFrom lists the directories from root down to workspace, relative to

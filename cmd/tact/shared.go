@@ -143,6 +143,9 @@ func checkOutputFile(path string) error {
 	if path == "" {
 		return nil
 	}
+	if err := atomicfile.CheckLink(path); err != nil {
+		return badInputf("-o %v", err)
+	}
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
 		return badInputf("-o %s: not a regular file", path)
 	}

@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,5 +117,62 @@ func TestKilledBeforeRename(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "new\n" {
 		t.Fatalf("after a write the file holds %q", b)
+	}
+}
+
+// TestForeignLinkInStickyDir: in a sticky world-writable directory a link
+// is followed only when it and its target are this user's; elsewhere a
+// link is followed whoever made it.
+func TestForeignLinkInStickyDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make links another user owns")
+	}
+	dir := t.TempDir()
+	sticky := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(sticky, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("precious"), 0o600)
+	theirs := filepath.Join(dir, "theirs")
+	os.WriteFile(theirs, []byte("theirs"), 0o600)
+	os.Chown(theirs, 65534, 65534)
+	for _, tc := range []struct {
+		name, target string
+		linkUID      int
+		sticky, ok   bool
+	}{
+		{"their link to mine", victim, 65534, true, false},
+		{"my link to theirs", theirs, 0, true, false},
+		{"my link to a new file in their dir", filepath.Join(sticky, "new"), 0, true, true},
+		{"my link to mine", victim, 0, true, true},
+		{"their link, not sticky", victim, 65534, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := dir
+			if tc.sticky {
+				d = sticky
+			}
+			link := filepath.Join(d, "report.txt")
+			os.Remove(link)
+			if err := os.Symlink(tc.target, link); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(link, tc.linkUID, tc.linkUID); err != nil {
+				t.Fatal(err)
+			}
+			err := Write(link, []byte("new"))
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrForeignLink)) {
+				t.Fatalf("Write: %v", err)
+			}
+			if !tc.ok {
+				if b, _ := os.ReadFile(tc.target); string(b) == "new" {
+					t.Fatal("the target was replaced")
+				}
+			}
+		})
 	}
 }

@@ -1,11 +1,14 @@
-// Package synth writes small random-weight llama GGUF models for tests and
+// Package synth writes small random-weight GGUF models for tests and
 // benchmarks, so no model file is ever committed or downloaded.
 //
-// The models speak nothing, but they are real llama.cpp models: a llama
-// architecture, a SentencePiece-style vocabulary with byte fallback (every
-// byte is a token, so any text tokenizes and round-trips), the ChatML special
-// tokens <|im_start|> and <|im_end|> (end of generation), and the standard
-// ChatML chat template.
+// The models speak nothing, but they are real llama.cpp models. The default
+// (Write, Ensure, Cached) is a llama architecture with a SentencePiece-style
+// vocabulary with byte fallback (every byte is a token, so any text
+// tokenizes and round-trips), the ChatML special tokens <|im_start|> and
+// <|im_end|> (end of generation), and the standard ChatML chat template.
+// Model adds the current architectures llama.cpp's newer releases load
+// (qwen35, gemma4: see their files), each with the tokenizer its real
+// models ship.
 //
 // One trick makes them useful under grammar-constrained decoding: a constant
 // feature in dimension 0 of the residual stream (the layers never write it)
@@ -97,15 +100,19 @@ func (z Size) Params() int64 {
 	return int64(2*s.vocab*s.embd + s.layers*perLayer + s.embd)
 }
 
-// Write generates a model of the given size into path. The same size and
-// seed always give the same bytes. The file appears atomically: it is
+// Write generates a llama model of the given size into path. The same size
+// and seed always give the same bytes. The file appears atomically: it is
 // written next to path and renamed into place.
 func Write(path string, size Size, seed int64) error {
-	s, ok := shapes[size]
-	if !ok {
-		_, err := ParseSize(string(size))
+	return Model{Llama, size}.Write(path, seed)
+}
+
+// Write generates the model into path (see the package function Write).
+func (m Model) Write(path string, seed int64) error {
+	if err := m.Check(); err != nil {
 		return err
 	}
+	kv, ts := m.build(seed)
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".synth-*.gguf")
 	if err != nil {
 		return fmt.Errorf("synthetic model %s: %w", path, err)
@@ -115,7 +122,7 @@ func Write(path string, size Size, seed int64) error {
 		tmp.Close()
 		return fmt.Errorf("synthetic model %s: %w", path, err)
 	}
-	if err := ggml.WriteGGUF(tmp, s.kv(size), s.tensors(seed)); err != nil {
+	if err := ggml.WriteGGUF(tmp, kv, ts); err != nil {
 		tmp.Close()
 		return fmt.Errorf("synthetic model %s: %w", path, err)
 	}
@@ -128,11 +135,9 @@ func Write(path string, size Size, seed int64) error {
 	return nil
 }
 
-// FileName is the cache file name of a size: it names the generator version
-// so a changed generator never serves a stale model.
-func FileName(size Size) string {
-	return fmt.Sprintf("tact-synth-%s-v%d.gguf", size, Version)
-}
+// FileName is the cache file name of a llama model of this size: it names
+// the generator version so a changed generator never serves a stale model.
+func FileName(size Size) string { return Model{Llama, size}.FileName() }
 
 // CacheDir is where Cached keeps models: $XDG_CACHE_HOME/tact-test-models
 // (os.UserCacheDir), or the system temp directory when there is none.
@@ -145,22 +150,26 @@ func CacheDir() string {
 
 var cacheMu sync.Mutex
 
-// Ensure returns the path of a model of this size in dir, generating it
-// (seed 1) when it is not there yet.
-func Ensure(dir string, size Size) (string, error) {
-	if _, err := ParseSize(string(size)); err != nil {
+// Ensure returns the path of a llama model of this size in dir, generating
+// it (seed 1) when it is not there yet.
+func Ensure(dir string, size Size) (string, error) { return EnsureModel(dir, Model{Llama, size}) }
+
+// EnsureModel returns the path of model m in dir, generating it (seed 1)
+// when it is not there yet.
+func EnsureModel(dir string, m Model) (string, error) {
+	if err := m.Check(); err != nil {
 		return "", err
 	}
 	cacheMu.Lock()
 	defer cacheMu.Unlock()
-	path := filepath.Join(dir, FileName(size))
+	path := filepath.Join(dir, m.FileName())
 	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
 		return path, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("model cache %s: %w", dir, err)
 	}
-	if err := Write(path, size, 1); err != nil {
+	if err := m.Write(path, 1); err != nil {
 		return "", err
 	}
 	return path, nil
@@ -173,31 +182,33 @@ type TB interface {
 	TempDir() string
 }
 
-// Cached returns a model of this size for a test, generated once into
+// Cached returns a llama model of this size for a test, generated once into
 // CacheDir (or the test's temp directory when the cache is not writable).
 func Cached(tb TB, size Size) string {
 	tb.Helper()
-	path, err := Ensure(CacheDir(), size)
+	return CachedModel(tb, Model{Llama, size})
+}
+
+// CachedModel is Cached for any model.
+func CachedModel(tb TB, m Model) string {
+	tb.Helper()
+	path, err := EnsureModel(CacheDir(), m)
 	if err == nil {
 		return path
 	}
-	path, err2 := Ensure(tb.TempDir(), size)
+	path, err2 := EnsureModel(tb.TempDir(), m)
 	if err2 != nil {
-		tb.Fatalf("synthetic %s model: %v (cache: %v)", size, err2, err)
+		tb.Fatalf("synthetic %s model: %v (cache: %v)", m, err2, err)
 	}
 	return path
 }
 
 func (s shape) kv(size Size) ggml.KV {
 	tokens, scores, types := Vocab(s.vocab)
-	ft := ggml.FileTypeF16
-	if s.kind == ggml.TensorTypeQ8_0 {
-		ft = ggml.FileTypeQ8_0
-	}
 	return ggml.KV{
 		"general.architecture":                   "llama",
 		"general.name":                           "tact-synth-" + string(size),
-		"general.file_type":                      ft,
+		"general.file_type":                      s.fileType(),
 		"general.parameter_count":                uint64(size.Params()),
 		"llama.context_length":                   uint32(s.ctx),
 		"llama.embedding_length":                 uint32(s.embd),
@@ -251,28 +262,50 @@ func Vocab(n int) (tokens []string, scores []float32, types []int32) {
 	for b := range 256 {
 		add(fmt.Sprintf("<0x%02X>", b), typeByte)
 	}
-	seen := make(map[string]bool, n)
-	normal := func(tok string) {
-		if len(tokens) >= n || seen[tok] {
-			return
+	for tok := range pieces {
+		if len(tokens) >= n {
+			break
 		}
-		seen[tok] = true
 		// SentencePiece merges the highest-scoring pair first; earlier
 		// (more common) pieces win.
 		tokens = append(tokens, tok)
 		types = append(types, typeNormal)
 		scores = append(scores, -float32(len(tokens)))
 	}
-	normal("▁")
+	return tokens[:n], scores[:n], types[:n]
+}
+
+// pieces yields the vocabularies' ordinary pieces, SentencePiece style
+// ("▁" is a space), most useful first and each once, without end: "▁",
+// printable ASCII, a few JSON pieces, then letter n-grams with and without
+// a leading space, most frequent letters first. Every piece longer than one
+// character is an earlier piece plus one character, which is what lets the
+// BPE vocabularies build every piece by merges.
+func pieces(yield func(string) bool) {
+	seen := map[string]bool{}
+	emit := func(tok string) bool {
+		if seen[tok] {
+			return true
+		}
+		seen[tok] = true
+		return yield(tok)
+	}
+	if !emit("▁") {
+		return
+	}
 	for c := byte('!'); c <= '~'; c++ {
-		normal(string(c))
+		if !emit(string(c)) {
+			return
+		}
 	}
 	for _, p := range []string{`{"`, `":`, `",`, `"}`, `":"`, `","`, `"},`, `[{`, `}]`, `▁"`, `▁{`, `▁}`} {
-		normal(p)
+		if !emit(p) {
+			return
+		}
 	}
 	const letters = "etaoinshrdlcumwfgypbvkjxqz"
 	grams := []string{""}
-	for len(tokens) < n {
+	for {
 		var next []string
 		for _, g := range grams {
 			for i := range len(letters) {
@@ -281,20 +314,20 @@ func Vocab(n int) (tokens []string, scores []float32, types []int32) {
 		}
 		// Interleave "▁word" and "word" so both kinds fill small vocabularies.
 		for _, g := range next {
-			normal("▁" + g)
-			normal(g)
+			if !emit("▁"+g) || !emit(g) {
+				return
+			}
 		}
 		grams = next
 	}
-	return tokens[:n], scores[:n], types[:n]
 }
 
 // biased are the tokens that close JSON values.
 var biased = []string{`"`, `}`, `]`}
 
-func (s shape) tensors(seed int64) []*ggml.Tensor {
-	tokens, _, _ := Vocab(s.vocab)
-	bias := make(map[int]float32)
+// logitBias gives the tokens that close JSON values their output-layer bias.
+func logitBias(tokens []string, bias float32) map[int]float32 {
+	m := make(map[int]float32)
 	for i, t := range tokens {
 		switch {
 		case t == `"`:
@@ -302,11 +335,17 @@ func (s shape) tensors(seed int64) []*ggml.Tensor {
 			// grammar allows it, even at low temperature; } and ] get half,
 			// which ends objects and arrays soon without filling strings
 			// with them.
-			bias[i] = s.bias
+			m[i] = bias
 		case slices.Contains(biased, t):
-			bias[i] = s.bias / 2
+			m[i] = bias / 2
 		}
 	}
+	return m
+}
+
+func (s shape) tensors(seed int64) []*ggml.Tensor {
+	tokens, _, _ := Vocab(s.vocab)
+	bias := logitBias(tokens, s.bias)
 	d := float64(s.embd)
 	kvDim := s.embd / s.heads * s.kvHeads
 	// Residual stream: embedding rows have dim 0 = sqrt(d) and the other
@@ -322,61 +361,105 @@ func (s shape) tensors(seed int64) []*ggml.Tensor {
 	downStd := float32(1/math.Sqrt(float64(s.ff))) / float32(math.Sqrt(2*float64(s.layers)))
 	logitStd := float32(1.5 / math.Sqrt(2*d/3))
 
-	var ts []*ggml.Tensor
-	add := func(name string, kind ggml.TensorType, cols, rows int, row rowFunc) {
-		shape := []uint64{uint64(cols)}
-		if rows > 1 {
-			shape = append(shape, uint64(rows))
-		}
-		t := &ggml.Tensor{Name: name, Kind: uint32(kind), Shape: shape}
-		t.WriterTo = &tensorData{seed: seed, name: name, kind: kind, cols: cols, rows: rows, row: row}
-		ts = append(ts, t)
-	}
-	uniform := func(std float32) rowFunc {
-		return func(_ int, r *rand.Rand, out []float32) { fillUniform(r, out, std) }
-	}
-	// zeroRow0 keeps a layer from writing residual dim 0.
-	zeroRow0 := func(std float32) rowFunc {
-		return func(i int, r *rand.Rand, out []float32) {
-			if i == 0 {
-				clear(out)
-				return
-			}
-			fillUniform(r, out, std)
-		}
-	}
-	// normWeights ignores dim 0 inside the layers (it is a constant there).
-	normWeights := func(first float32) rowFunc {
-		return func(_ int, _ *rand.Rand, out []float32) {
-			for i := range out {
-				out[i] = 1
-			}
-			out[0] = first
-		}
-	}
-
-	add("token_embd.weight", s.kind, s.embd, s.vocab, func(_ int, r *rand.Rand, out []float32) {
-		fillUniform(r, out, 1)
-		out[0] = dim0
-	})
-	add("output_norm.weight", ggml.TensorTypeF32, s.embd, 1, normWeights(norm0))
-	add("output.weight", s.kind, s.embd, s.vocab, func(i int, r *rand.Rand, out []float32) {
-		fillUniform(r, out, logitStd)
-		out[0] = bias[i]
-	})
+	ts := &tensorSet{seed: seed}
+	ts.add("token_embd.weight", s.kind, s.embd, s.vocab, embedRows(1, dim0))
+	ts.add("output_norm.weight", ggml.TensorTypeF32, s.embd, 1, normWeights(norm0))
+	ts.add("output.weight", s.kind, s.embd, s.vocab, outputRows(logitStd, bias))
 	for l := range s.layers {
 		p := fmt.Sprintf("blk.%d.", l)
-		add(p+"attn_norm.weight", ggml.TensorTypeF32, s.embd, 1, normWeights(0))
-		add(p+"attn_q.weight", s.kind, s.embd, s.embd, uniform(inStd))
-		add(p+"attn_k.weight", s.kind, s.embd, kvDim, uniform(inStd))
-		add(p+"attn_v.weight", s.kind, s.embd, kvDim, uniform(inStd))
-		add(p+"attn_output.weight", s.kind, s.embd, s.embd, zeroRow0(outStd))
-		add(p+"ffn_norm.weight", ggml.TensorTypeF32, s.embd, 1, normWeights(0))
-		add(p+"ffn_gate.weight", s.kind, s.embd, s.ff, uniform(inStd))
-		add(p+"ffn_up.weight", s.kind, s.embd, s.ff, uniform(inStd))
-		add(p+"ffn_down.weight", s.kind, s.ff, s.embd, zeroRow0(downStd))
+		ts.add(p+"attn_norm.weight", ggml.TensorTypeF32, s.embd, 1, normWeights(0))
+		ts.add(p+"attn_q.weight", s.kind, s.embd, s.embd, uniform(inStd))
+		ts.add(p+"attn_k.weight", s.kind, s.embd, kvDim, uniform(inStd))
+		ts.add(p+"attn_v.weight", s.kind, s.embd, kvDim, uniform(inStd))
+		ts.add(p+"attn_output.weight", s.kind, s.embd, s.embd, zeroRow0(outStd))
+		ts.add(p+"ffn_norm.weight", ggml.TensorTypeF32, s.embd, 1, normWeights(0))
+		ts.add(p+"ffn_gate.weight", s.kind, s.embd, s.ff, uniform(inStd))
+		ts.add(p+"ffn_up.weight", s.kind, s.embd, s.ff, uniform(inStd))
+		ts.add(p+"ffn_down.weight", s.kind, s.ff, s.embd, zeroRow0(downStd))
 	}
-	return ts
+	return ts.ts
+}
+
+// tensorSet collects a model's tensors; their bytes are generated when
+// the file is written.
+type tensorSet struct {
+	seed int64
+	ts   []*ggml.Tensor
+}
+
+// add adds a cols x rows tensor (ggml order: cols is ne[0]); rows 1 makes a
+// vector.
+func (s *tensorSet) add(name string, kind ggml.TensorType, cols, rows int, row rowFunc) {
+	shape := []uint64{uint64(cols)}
+	if rows > 1 {
+		shape = append(shape, uint64(rows))
+	}
+	t := &ggml.Tensor{Name: name, Kind: uint32(kind), Shape: shape}
+	t.WriterTo = &tensorData{seed: s.seed, name: name, kind: kind, cols: cols, rows: rows, row: row}
+	s.ts = append(s.ts, t)
+}
+
+// params is the number of weights the set holds.
+func (s *tensorSet) params() int64 {
+	var n int64
+	for _, t := range s.ts {
+		n += int64(t.Elements())
+	}
+	return n
+}
+
+func uniform(std float32) rowFunc {
+	return func(_ int, r *rand.Rand, out []float32) { fillUniform(r, out, std) }
+}
+
+// zeroRow0 keeps a layer from writing residual dim 0.
+func zeroRow0(std float32) rowFunc {
+	return func(i int, r *rand.Rand, out []float32) {
+		if i == 0 {
+			clear(out)
+			return
+		}
+		fillUniform(r, out, std)
+	}
+}
+
+// normWeights ignores dim 0 inside the layers (it is a constant there).
+func normWeights(first float32) rowFunc { return normScaled(first, 1) }
+
+// normScaled is a norm weight of rest in every dim but 0, which gets first.
+func normScaled(first, rest float32) rowFunc {
+	return func(_ int, _ *rand.Rand, out []float32) {
+		for i := range out {
+			out[i] = rest
+		}
+		out[0] = first
+	}
+}
+
+// constant fills every element with v.
+func constant(v float32) rowFunc {
+	return func(_ int, _ *rand.Rand, out []float32) {
+		for i := range out {
+			out[i] = v
+		}
+	}
+}
+
+// embedRows are embedding rows of standard deviation std with the constant
+// feature dim0 in dimension 0.
+func embedRows(std, dim0 float32) rowFunc {
+	return func(_ int, r *rand.Rand, out []float32) {
+		fillUniform(r, out, std)
+		out[0] = dim0
+	}
+}
+
+// outputRows are output-layer rows whose dim 0 is the token's logit bias.
+func outputRows(std float32, bias map[int]float32) rowFunc {
+	return func(i int, r *rand.Rand, out []float32) {
+		fillUniform(r, out, std)
+		out[0] = bias[i]
+	}
 }
 
 // rowFunc fills row i of a tensor (one output unit's weights).

@@ -117,6 +117,13 @@ func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage
 // could not start (bad input, no model, a window too small, a planning
 // failure) and is typed (KindOf).
 func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err error) {
+	if job.ID != "" {
+		// A front end passes a client's id on; one that did not check it
+		// still never hands a NUL or a path to a hook.
+		if err := react.CheckRunID(job.ID); err != nil {
+			return nil, badInputf("run id: %v", err)
+		}
+	}
 	l := rt.newLife(job)
 	l.rec = rt.newRecord(l, job)
 	l.sink = react.Sinks{l.sink, l.rec}

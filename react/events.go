@@ -4,6 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -82,6 +85,32 @@ func NewRunID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// MaxRunIDLength bounds a run id a client chooses (CheckRunID).
+const MaxRunIDLength = 128
+
+// CheckRunID refuses a run id a client chose that is not a plain word: it
+// reaches hooks and approvers as TACT_RUN_ID and "run_id", the run history
+// and file names, where a NUL stops a hook from starting, and "/", ".." or a
+// newline mislead whoever uses it. Allowed: 1 to 128 letters, digits, '.',
+// '_' and '-', starting with a letter or a digit, no "..".
+func CheckRunID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("empty")
+	case len(id) > MaxRunIDLength:
+		return fmt.Errorf("%d bytes, at most %d", len(id), MaxRunIDLength)
+	case strings.Contains(id, ".."):
+		return fmt.Errorf("%q holds \"..\"", id)
+	}
+	for i, c := range []byte(id) {
+		word := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !word && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return fmt.Errorf("%q: byte %d (%q) is not allowed (letters, digits, '.', '_' and '-', starting with a letter or digit)", id, i, c)
+		}
+	}
+	return nil
 }
 
 // progressSink calls fn with each progress line.

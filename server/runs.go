@@ -64,6 +64,18 @@ func (s *Server) decodeRun(body []byte) (*RunRequest, agent.Job, error) {
 	if strings.TrimSpace(req.Query) == "" && strings.TrimSpace(req.Plan) == "" {
 		return nil, agent.Job{}, errors.New("query: empty, and no plan given")
 	}
+	if req.ID != "" {
+		if err := react.CheckRunID(req.ID); err != nil {
+			return nil, agent.Job{}, fmt.Errorf("id: %v", err)
+		}
+	}
+	if len(req.Schema) > 0 {
+		// Bounded on its bytes, as the step API's tool schemas, before
+		// anything compiles it (2,500 nested objects: a minute of CPU).
+		if err := schema.CheckSize(req.Schema); err != nil {
+			return nil, agent.Job{}, fmt.Errorf("schema: %v", err)
+		}
+	}
 	st := *s.rt.S
 	if req.NoPlan != nil {
 		st.NoPlan = *req.NoPlan

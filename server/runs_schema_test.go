@@ -63,3 +63,41 @@ func TestRunsSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestRunsLimits: a schema beyond the step API's limits and a run id that
+// is not a plain word are 400s, at once (before any compiling or
+// admission); a plain id is the run's.
+func TestRunsLimits(t *testing.T) {
+	e := newEnv(t, Config{}, nil, "", nil)
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 2500) + `{}` + strings.Repeat(`}}`, 2500)
+	for _, c := range []struct {
+		name   string
+		body   map[string]any
+		errHas string
+	}{
+		{"deep schema", map[string]any{"plan": finalPlan, "schema": json.RawMessage(deep)}, "schema: the schema nests 5001 levels deep, at most 64"},
+		{"big schema", map[string]any{"plan": finalPlan, "schema": json.RawMessage(`{"description":"` + strings.Repeat("x", 70000) + `"}`)}, "schema: the schema takes"},
+		{"NUL", map[string]any{"plan": finalPlan, "id": "a\x00b"}, "id: "},
+		{"slash", map[string]any{"plan": finalPlan, "id": "../../etc"}, "id: "},
+		{"dots", map[string]any{"plan": finalPlan, "id": "a..b"}, "id: "},
+		{"newline", map[string]any{"plan": finalPlan, "id": "a\nb"}, "id: "},
+		{"dash first", map[string]any{"plan": finalPlan, "id": "-rf"}, "id: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.post("/v1/runs", toJSON(t, c.body))
+			var eb errorBody
+			r.json(t, &eb)
+			if r.code != 400 || !strings.Contains(eb.Error, c.errHas) {
+				t.Fatalf("%d %q, want 400 holding %q", r.code, eb.Error, c.errHas)
+			}
+		})
+	}
+	r := e.post("/v1/runs", toJSON(t, map[string]any{"plan": finalPlan, "id": "nightly-2026.11_28"}))
+	var res struct {
+		RunID string `json:"run_id"`
+	}
+	r.json(t, &res)
+	if r.code != 200 || res.RunID != "nightly-2026.11_28" {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+}

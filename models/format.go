@@ -47,7 +47,8 @@ func NewFormatter(info *Info) (f Formatter, warning string) {
 }
 
 // FormatterByName returns one of the formatters NewFormatter can pick by
-// family marker: "chatml", "llama3-instruct", "gemma3-instruct" or "phi-3".
+// family marker: "chatml", "llama3-instruct", "gemma3-instruct", "gemma4" or
+// "phi-3".
 func FormatterByName(name string) (Formatter, error) {
 	if text, ok := overrides[name]; ok {
 		return formatter(name, text)
@@ -81,6 +82,8 @@ func matchTemplate(jinja string) (name, text string) {
 	// distance, but their turn markers give the family away.
 	var family string
 	switch {
+	case strings.Contains(jinja, "<|turn>"):
+		family = "gemma4"
 	case strings.Contains(jinja, "<|im_start|>"):
 		family = "chatml"
 	case strings.Contains(jinja, "<|start_header_id|>"):
@@ -101,10 +104,28 @@ func matchTemplate(jinja string) (name, text string) {
 	return "", ""
 }
 
-// overrides replace ollama templates that are not prefix-stable. gemma3's
-// emits the generation prompt inside its message loop, after any last
-// message; this one is the same format with the prompt after the loop.
+// overrides replace ollama templates that are not prefix-stable, and add
+// families ollama's table lacks. gemma3's emits the generation prompt inside
+// its message loop, after any last message; this one is the same format
+// with the prompt after the loop.
+//
+// gemma4 is Gemma 4's turn format (<|turn>ROLE ... <turn|>, the assistant
+// called model), which ollama v0.17.4's table predates. With thinking off,
+// Google's template opens the model's turn with an empty thinking channel
+// (<|channel>thought\n<channel|>) and strips thinking from earlier replies;
+// here earlier replies keep that empty channel, so the prompt that produced
+// a reply plus the reply is a prefix of the next history (prefix reuse).
 var overrides = map[string]string{
+	"gemma4": `{{- range .Messages }}<|turn>
+{{- if eq .Role "assistant" }}model
+<|channel>thought
+<channel|>
+{{- else }}{{ .Role }}
+{{ end }}
+{{- .Content }}<turn|>
+{{ end }}<|turn>model
+<|channel>thought
+<channel|>`,
 	"gemma3-instruct": `{{- $system := "" }}
 {{- range .Messages }}
 {{- if eq .Role "system" }}

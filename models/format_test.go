@@ -16,6 +16,12 @@ const gemma3Jinja = "{{ bos_token }}\n{%- if messages[0]['role'] == 'system' -%}
 var qwenJinja = "{%- if tools %}\n    {{- '<|im_start|>system\\n' }}\n" + strings.Repeat("    {#- tool calling instructions, long enough to defeat edit distance #}\n", 40) +
 	"{%- endif %}\n{%- for message in messages %}\n    {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}\n{%- endfor %}\n{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n' }}\n{%- endif %}\n"
 
+// The turn markers of Google's Gemma 4 template (llama.cpp's
+// models/templates/google-gemma-4-31B-it.jinja): far too long for edit
+// distance, recognised by <|turn>.
+var gemma4Jinja = "{{- bos_token -}}\n" + strings.Repeat("{#- tool declarations and thinking channels #}\n", 60) +
+	"{%- for message in messages -%}{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}{{- '<|turn>' + role + '\\n' -}}{{- message['content'] | trim -}}{{- '<turn|>\\n' -}}{%- endfor -%}{%- if add_generation_prompt -%}{{- '<|turn>model\\n' -}}{%- if not enable_thinking | default(false) -%}{{- '<|channel>thought\\n<channel|>' -}}{%- endif -%}{%- endif -%}"
+
 var conversation = []llm.Message{
 	{Role: llm.RoleSystem, Content: "You are terse."},
 	{Role: llm.RoleUser, Content: "List files."},
@@ -34,6 +40,7 @@ func TestNewFormatter(t *testing.T) {
 		{"llama3", llama3Jinja, "llama3-instruct", false},
 		{"gemma3", gemma3Jinja, "gemma3-instruct", false},
 		{"qwen long", qwenJinja, "chatml", false},
+		{"gemma4", gemma4Jinja, "gemma4", false},
 		{"llama3 long", strings.Repeat(" ", 3000) + llama3Jinja, "llama3-instruct", false},
 		{"empty", "", "chatml", true},
 		{"garbage", "{{ this is not a chat template at all, nothing like one }}", "chatml", true},
@@ -66,6 +73,7 @@ func TestFormatOutput(t *testing.T) {
 		{"llama3-instruct", "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nA<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nV<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
 		{"gemma3-instruct", "<start_of_turn>user\nS\n\nU<end_of_turn>\n<start_of_turn>model\nA<end_of_turn>\n<start_of_turn>user\nV<end_of_turn>\n<start_of_turn>model\n"},
 		{"phi-3", "<|system|>\nS<|end|>\n<|user|>\nU<|end|>\n<|assistant|>\nA<|end|>\n<|user|>\nV<|end|>\n<|assistant|>\n"},
+		{"gemma4", "<|turn>system\nS<turn|>\n<|turn>user\nU<turn|>\n<|turn>model\n<|channel>thought\n<channel|>A<turn|>\n<|turn>user\nV<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"},
 	}
 	for _, tc := range tests {
 		f, err := FormatterByName(tc.name)
@@ -92,7 +100,7 @@ func TestFormatOutput(t *testing.T) {
 // TestFormatPrefixStable checks what KV-cache reuse relies on, for every
 // formatter NewFormatter can pick by name.
 func TestFormatPrefixStable(t *testing.T) {
-	for _, name := range []string{"chatml", "llama3-instruct", "gemma3-instruct", "phi-3"} {
+	for _, name := range []string{"chatml", "llama3-instruct", "gemma3-instruct", "gemma4", "phi-3"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := FormatterByName(name)
 			if err != nil {

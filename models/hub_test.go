@@ -139,7 +139,7 @@ func TestCatalogIsWellFormed(t *testing.T) {
 		if e.Revision != "" && !commit.MatchString(e.Revision) {
 			t.Errorf("%s: revision %q is not a commit", e.Name, e.Revision)
 		}
-		if e.Size < 100e6 || e.Size > 5e9 || e.ContextLength < 2048 || e.License == "" || e.Note == "" {
+		if e.Size < 100e6 || e.Size > 6e9 || e.ContextLength < 2048 || e.License == "" || e.Note == "" {
 			t.Errorf("%s: implausible or missing facts: %+v", e.Name, e)
 		}
 		if strings.Contains(e.Note, "\n") || len(e.Note) > 140 {
@@ -426,7 +426,7 @@ func TestParseRef(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                              `pull "": not an http(s) URL, hf.co/REPO/FILE, REPO:QUANT or a catalog name`,
 		" qwen2.5-1.5b":                 `pull " qwen2.5-1.5b": not an http(s) URL`,
-		"qwen9":                         `pull "qwen9": not a catalog name (known: qwen2.5-0.5b, qwen2.5-1.5b, `,
+		"qwen9":                         `pull "qwen9": not a catalog name (known: qwen3.5-2b, qwen3.5-4b, `,
 		"not a url":                     `pull "not a url": not an http(s) URL, hf.co/REPO/FILE, REPO:QUANT or a catalog name (tact models catalog lists them)`,
 		"o/r":                           `pull "o/r": not an http(s) URL`,
 		"o/r:":                          `pull "o/r:": quantization "": want letters`,

@@ -455,6 +455,11 @@ func TestModelsCatalog(t *testing.T) {
 	if q := byName["qwen2.5-3b"]; q["size_approximate"] != true || q["sha256"] != nil {
 		t.Errorf("approximate row = %v", q)
 	}
+	// The 2026 models: pinned commit and digest from the hub's LFS pointers.
+	if q := byName["qwen3.5-4b"]; q["size"] != 2740937888.0 || q["sha256"] != "00fe7986ff5f6b463e62455821146049db6f9313603938a70800d1fb69ef11a4" ||
+		q["url"] != "http://mirror.test/hf/unsloth/Qwen3.5-4B-GGUF/resolve/e87f176479d0855a907a41277aca2f8ee7a09523/Qwen3.5-4B-Q4_K_M.gguf" {
+		t.Errorf("qwen3.5-4b row = %v", q)
+	}
 
 	s.HFEndpoint = "ftp://mirror"
 	if _, _, err := runModelsCmd(t, s, "catalog"); exitCodeOf(err) != exitUsage || !strings.Contains(err.Error(), "HF_ENDPOINT=ftp://mirror: want an http(s) URL") {

@@ -86,6 +86,11 @@ func TestNewArchsAreValidGGUF(t *testing.T) {
 				}
 			}
 			checkTokenizer(t, tc.m.Arch, kv)
+			// tact formats prompts with the family the template names.
+			family := map[Arch]string{Qwen35: "chatml", Gemma4: "gemma4"}[tc.m.Arch]
+			if f, warning := models.NewFormatter(info); f.Name() != family || warning != "" {
+				t.Errorf("formatter %s (warning %q), want %s", f.Name(), warning, family)
+			}
 		})
 	}
 }

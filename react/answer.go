@@ -115,6 +115,24 @@ func (r *run) shapeAnswer(answer string) (json.RawMessage, error) {
 	return v, nil
 }
 
+// redactedAnswer is the valid answer v as it will be printed, redacted;
+// an error when redaction changed it and the redacted value no longer
+// validates (the error says redaction did it, and holds no secret).
+func (r *run) redactedAnswer(v json.RawMessage) (json.RawMessage, error) {
+	red := r.redactJSON(v)
+	if bytes.Equal(red, v) {
+		return v, nil
+	}
+	if _, err := r.answerV.ValidateJSON(red); err != nil {
+		return nil, fmt.Errorf("once redacted (a --redact pattern or a secret matched in it): %v", err)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, red); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
 // endInvalidAnswer ends the run because no answer validates.
 func (r *run) endInvalidAnswer(why string, err error) {
 	r.res.AnswerError = r.e.Redact(err.Error())

@@ -118,6 +118,18 @@ func (r *run) end(reason Reason, answer, msg string) {
 			r.res.AnswerError = r.e.Redact(err.Error())
 			reason, msg = ReasonInvalidAnswer, "the final answer does not validate against the answer schema: "+err.Error()
 		}
+		if shaped != nil {
+			// What is printed is the redacted value: it is what must
+			// validate. A secret inside it ({"code":"[REDACTED]"} under
+			// a pattern) can break it, and then there is no answer.
+			shaped, err = r.redactedAnswer(shaped)
+			if err != nil {
+				r.res.AnswerError = r.e.Redact(err.Error())
+				if reason == ReasonSuccess {
+					reason, msg = ReasonInvalidAnswer, "the final answer does not validate against the answer schema "+err.Error()
+				}
+			}
+		}
 	}
 	r.res.TerminationReason = reason
 	r.res.Success = reason == ReasonSuccess
@@ -130,7 +142,7 @@ func (r *run) end(reason Reason, answer, msg string) {
 	if r.answerV != nil {
 		r.res.Answer, r.res.FinalAnswer = json.RawMessage("null"), ""
 		if shaped != nil {
-			r.res.Answer = r.redactJSON(shaped)
+			r.res.Answer = shaped
 			r.res.FinalAnswer = string(r.res.Answer)
 		}
 	}

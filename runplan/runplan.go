@@ -135,8 +135,10 @@ func answerStep(expr string) (planner.Step, error) {
 }
 
 // approved are the gate decisions under which a step really ran ("" for
-// read tools, which are never asked).
-var approved = map[string]bool{"": true, policy.DecisionAllow: true, policy.DecisionApproved: true, policy.DecisionApprovedAlways: true}
+// read tools, which are never asked): a rule, a person, an "always" answer
+// or a PreToolUse hook said yes.
+var approved = map[string]bool{"": true, policy.DecisionAllow: true, policy.DecisionApproved: true,
+	policy.DecisionApprovedAlways: true, policy.DecisionHookApproved: true}
 
 // leftOutWhy says why a recorded step did not run successfully, or "" when
 // it did.

@@ -40,6 +40,8 @@ func TestBuildSelectsSuccessfulToolRuns(t *testing.T) {
 		{"read ok", read, ""},
 		{"exec approved at the prompt", with(cmd, func(s *react.StepTrace) { s.Decision = "approved" }), ""},
 		{"exec allowed by policy", with(cmd, func(s *react.StepTrace) { s.Decision = "allow" }), ""},
+		{"exec approved always", with(cmd, func(s *react.StepTrace) { s.Decision = "approved_always" }), ""},
+		{"exec approved by a PreToolUse hook", with(cmd, func(s *react.StepTrace) { s.Decision = "approved_by_hook" }), ""},
 		{"mcp tool kept unchecked", ok("git.log", `{"n":3}`, "abc"), ""},
 		{"failed exit", with(cmd, func(s *react.StepTrace) { s.ExitCode, s.Error = 2, "exit status 2" }), "failed with exit 2"},
 		{"error without exit status", with(read, func(s *react.StepTrace) { s.Error = "open a.txt: no such file\nmore" }), "failed: open a.txt: no such file"},

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tactcli/tact/internal/filekind"
 )
 
 // maxAnswerSchema bounds a --schema file: schemas are a few KiB, and one
@@ -21,18 +22,12 @@ const maxAnswerSchema = 1 << 20
 func ReadAnswer(spec string) (json.RawMessage, error) {
 	raw := []byte(spec)
 	if name, ok := strings.CutPrefix(spec, "@"); ok {
-		st, err := os.Stat(name)
-		if err != nil {
-			return nil, fmt.Errorf("schema file: %w", err)
-		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("schema file %s: not a regular file", name)
-		}
-		if st.Size() > maxAnswerSchema {
-			return nil, fmt.Errorf("schema file %s: larger than %d KiB", name, maxAnswerSchema>>10)
-		}
-		if raw, err = os.ReadFile(name); err != nil {
-			return nil, fmt.Errorf("schema file: %w", err)
+		// The shared reader of files opened by name: a regular file only,
+		// never a blocking open (a FIFO), and the cap checked while reading
+		// (a /proc file says size 0).
+		var err error
+		if raw, err = filekind.ReadFile(filekind.Spec{What: "schema file", Max: maxAnswerSchema}, name); err != nil {
+			return nil, err
 		}
 	}
 	return CompileAnswer(raw)

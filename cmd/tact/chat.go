@@ -65,7 +65,7 @@ func newChatCmd(f *factory, runF func(context.Context, *chatOptions) error) *cob
 	addAnswerFlags(fl, s)
 	addHistoryFlags(fl, s)
 	addSafetyFlags(fl, s)
-	fl.StringVar(&o.Resume, "resume", "", "reopen the conversation of `RUN` (an id, a unique prefix, or last): the next turns follow it")
+	fl.StringVar(&o.Resume, "resume", "", "reopen the conversation of `RUN` (an id, a unique prefix, or last: the newest run in this workspace): the next turns follow it")
 	return cmd
 }
 

@@ -50,7 +50,7 @@ func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cob
 	addOutputFileFlag(fl, s)
 	o.Params = addParamFlag(fl)
 	addFileFlag(fl, &o.Files)
-	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step; no PLAN")
+	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last: the newest run in this workspace), which did not succeed, from its last finished step; no PLAN")
 	return cmd
 }
 

@@ -51,7 +51,7 @@ func addContinueFlag(f *pflag.FlagSet, h *historyFlags) {
 // does); a run that succeeded, or whose workspace or model file is gone,
 // is refused.
 func resumeJob(ctx context.Context, s *config.Settings, h *historyFlags) (agent.Job, error) {
-	st, rec, err := openRun(ctx, history.DefaultPath, h.Resume)
+	st, rec, err := findRun(ctx, h.Resume, s.Workspace, "resume")
 	if err != nil {
 		return agent.Job{}, err
 	}
@@ -98,32 +98,43 @@ func resumeJob(ctx context.Context, s *config.Settings, h *historyFlags) (agent.
 	return job, nil
 }
 
-// earlierTurns are run ref's conversation, oldest first: the runs it
-// followed up (its parents), then itself. ref continueNewest is the
-// newest run in workspace.
-func earlierTurns(ctx context.Context, ref, workspace string) ([]agent.Turn, error) {
-	var st *history.Store
+// findRun opens the history and finds run ref: an id or a unique prefix
+// of one, or "last" (continueNewest too), the newest run in workspace, not
+// of any workspace: a `tact serve` client's run, or one in another project,
+// is never picked up by accident. what ("resume", "continue") is for the
+// message when there is none. The caller closes the store.
+func findRun(ctx context.Context, ref, workspace, what string) (*history.Store, history.Record, error) {
+	if ref != history.LastRun && ref != continueNewest {
+		return openRun(ctx, history.DefaultPath, ref)
+	}
+	ws, err := workspaceKey(workspace)
+	if err != nil {
+		return nil, history.Record{}, badInputf("--workspace: %v", err)
+	}
+	st, err := openHistory(history.DefaultPath)
+	if err != nil {
+		return nil, history.Record{}, err
+	}
 	var rec history.Record
-	var err error
-	if ref == continueNewest {
-		ws, werr := workspaceKey(workspace)
-		if werr != nil {
-			return nil, badInputf("--workspace: %v", werr)
-		}
-		if st, err = openHistory(history.DefaultPath); err != nil {
-			return nil, err
-		}
-		if st != nil {
-			rec, err = st.Last(ctx, ws)
-		}
-		if st == nil || errors.Is(err, history.ErrNotFound) {
-			st.Close()
-			return nil, badInputf("no run in %s to continue (tact log lists the runs; --continue=RUN names one)", ws)
-		} else if err != nil {
-			st.Close()
-			return nil, historyError(err)
-		}
-	} else if st, rec, err = openRun(ctx, history.DefaultPath, ref); err != nil {
+	if st != nil {
+		rec, err = st.Last(ctx, ws)
+	}
+	if st == nil || errors.Is(err, history.ErrNotFound) {
+		st.Close()
+		return nil, history.Record{}, badInputf("no run in %s to %s (last is the newest run in this workspace; tact log lists the runs, an id names one)", ws, what)
+	} else if err != nil {
+		st.Close()
+		return nil, history.Record{}, historyError(err)
+	}
+	return st, rec, nil
+}
+
+// earlierTurns are run ref's conversation, oldest first: the runs it
+// followed up (its parents), then itself. ref continueNewest (a bare
+// --continue) and "last" are the newest run in workspace.
+func earlierTurns(ctx context.Context, ref, workspace string) ([]agent.Turn, error) {
+	st, rec, err := findRun(ctx, ref, workspace, "continue")
+	if err != nil {
 		return nil, err
 	}
 	defer st.Close()

@@ -51,7 +51,7 @@ func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra
 	addSafetyFlags(fl, s)
 	addOutputFileFlag(fl, s)
 	addFileFlag(fl, &o.Files)
-	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last), which did not succeed, from its last finished step")
+	addResumeFlag(fl, &o.History, "go on with `RUN` (an id, a unique prefix, or last: the newest run in this workspace), which did not succeed, from its last finished step")
 	addContinueFlag(fl, &o.History)
 	return cmd
 }

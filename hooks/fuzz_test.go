@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -91,11 +92,14 @@ func FuzzReply(f *testing.F) {
 }
 
 // FuzzToolInput: the alias fields never break the arguments' JSON nor
-// drop one of their fields.
+// drop one of their fields; the fields tact computes (the resolved path,
+// file_path, lexical_path, cwd) hold what they say.
 func FuzzToolInput(f *testing.F) {
-	for _, s := range []string{`{}`, `{"path":"a"}`, `{"command":"ls","working_dir":"/x"}`, ` {"path":"a","path":1} `, `[1]`, `{"file_path":"x","path":"y"}`} {
+	for _, s := range []string{`{}`, `{"path":"a"}`, `{"command":"ls","working_dir":"/x"}`, ` {"path":"a","path":1} `, `[1]`, `{"file_path":"x","path":"y"}`,
+		`{"path":"../../etc/passwd","lexical_path":"docs/x"}`, `{"path":"a/./b//c/.."}`} {
 		f.Add("read_file", s)
 		f.Add("run_command", s)
+		f.Add("write_file", s)
 	}
 	f.Fuzz(func(t *testing.T, tool, args string) {
 		out := withAliases(tool, json.RawMessage(args), "/ws")
@@ -110,8 +114,26 @@ func FuzzToolInput(f *testing.F) {
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("%q became %q: %v", args, out, err)
 		}
+		computed := map[string]bool{}
+		var p string
+		if pathTools[tool] && json.Unmarshal(in["path"], &p) == nil && p != "" {
+			computed["path"], computed["lexical_path"] = true, true
+			computed["file_path"] = fileTools[tool]
+			var lp, rp string
+			if json.Unmarshal(got["lexical_path"], &lp) != nil || lp != p || json.Unmarshal(got["path"], &rp) != nil ||
+				strings.Contains("/"+rp+"/", "/../") && !filepath.IsAbs(rp) {
+				t.Fatalf("%q: path %s, lexical_path %s", args, got["path"], got["lexical_path"])
+			}
+		}
+		if tool == "run_command" {
+			computed["cwd"] = true
+			var cwd string
+			if json.Unmarshal(got["cwd"], &cwd) != nil || !filepath.IsAbs(cwd) {
+				t.Fatalf("%q: cwd %s", args, got["cwd"])
+			}
+		}
 		for k, v := range in {
-			if string(got[k]) != string(v) {
+			if !computed[k] && string(got[k]) != string(v) {
 				t.Fatalf("%q: field %q is %s, was %s", args, k, got[k], v)
 			}
 		}

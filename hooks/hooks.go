@@ -57,6 +57,10 @@ type Input struct {
 	// StopHookActive (Stop): a Stop hook already sent the model back in
 	// this run, as in Claude Code; a hook can use it to avoid loops.
 	StopHookActive bool `json:"stop_hook_active,omitempty"`
+	// Live (not sent) marks a call that runs even in a dry run: a read
+	// tool's. Its PreToolUse hooks then run too, rather than being
+	// listed, so a guard that blocks a read blocks it in a dry run.
+	Live bool `json:"-"`
 }
 
 // ToolResponse is a finished tool run as PostToolUse hooks see it.

@@ -3,10 +3,12 @@ package hooks
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/internal/wspath"
 )
 
 // claudeNames are Claude Code's names for tact's built-in tools, so a
@@ -33,78 +35,146 @@ func Aliases(tool string) []string {
 	return out
 }
 
-// withAliases is a call's arguments as a hook's tool_input: the args
-// object with the fields Claude Code's hooks read added beside tact's
-// (file_path, cwd), never replacing one the args have. cwd is the
-// workspace. Args that are not a JSON object come back unchanged.
+// pathTools are the built-in tools whose "path" names a file or
+// directory in the workspace; fileTools also get Claude Code's file_path.
+var (
+	pathTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true, "list_files": true, "search_files": true}
+	fileTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true}
+)
+
+// withAliases is a call's arguments as a hook's tool_input. For the
+// built-in file tools "path" is the path the tool will reach: cleaned and
+// with the workspace's symlinks resolved, workspace-relative (absolute
+// when it leads out), so a guard sees the file that is written, not the
+// spelling (docs/out/x where docs/out -> ../src is src/x); the argument as
+// the call gave it is kept as lexical_path. file_path (read, write, edit)
+// is the same path made absolute, and run_command gets cwd, the resolved
+// directory it runs in, as Claude Code's hooks read them. These fields
+// replace any the arguments have (the tools accept no such argument, so
+// only a model trying to mislead a hook would send one). cwd is the
+// workspace. Other tools' arguments, and args that are not a JSON object,
+// come back unchanged.
 func withAliases(tool string, args json.RawMessage, cwd string) json.RawMessage {
 	t := bytes.TrimSpace(args)
-	if len(t) == 0 || t[0] != '{' {
+	if len(t) == 0 || t[0] != '{' || (!pathTools[tool] && tool != "run_command") {
 		return args
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(t, &fields) != nil {
+	keys, vals, ok := objectFields(t)
+	if !ok {
 		return args
 	}
 	str := func(key string) (string, bool) {
 		var s string
-		if raw, ok := fields[key]; ok && json.Unmarshal(raw, &s) == nil {
-			return s, true
+		found := false
+		for i, k := range keys { // the last one counts, as for the tools
+			if k == key && json.Unmarshal(vals[i], &s) == nil {
+				found = true
+			} else if k == key {
+				found = false
+			}
 		}
-		return "", false
+		return s, found
 	}
 	type field struct {
 		key string
 		val string
 	}
-	var add []field
-	switch tool {
-	case "read_file", "write_file", "edit_file":
-		if p, ok := str("path"); ok && p != "" {
-			add = append(add, field{"file_path", absIn(cwd, p)})
+	var set []field
+	if p, ok := str("path"); ok && p != "" && pathTools[tool] {
+		rel, abs := resolved(cwd, p)
+		set = append(set, field{"path", rel})
+		if fileTools[tool] {
+			set = append(set, field{"file_path", abs})
 		}
-	case "run_command":
+		set = append(set, field{"lexical_path", p})
+	}
+	if tool == "run_command" && cwd != "" {
 		dir := cwd
 		if wd, ok := str("working_dir"); ok && wd != "" {
-			dir = absIn(cwd, wd)
+			_, dir = resolved(cwd, wd)
 		}
-		if dir != "" {
-			add = append(add, field{"cwd", dir})
-		}
+		set = append(set, field{"cwd", dir})
 	}
-	var extra bytes.Buffer
-	for _, f := range add {
-		if _, ok := fields[f.key]; ok {
-			continue
-		}
-		k, _ := text.JSON(f.key)
-		v, _ := text.JSON(f.val)
-		extra.WriteByte(',')
-		extra.Write(k)
-		extra.WriteByte(':')
-		extra.Write(v)
-	}
-	if extra.Len() == 0 {
+	if len(set) == 0 {
 		return args
 	}
-	// Spliced in before the closing brace, so tact's fields keep their
-	// bytes and order.
-	body := bytes.TrimSpace(t[1 : len(t)-1])
-	out := make([]byte, 0, len(t)+extra.Len()+1)
-	out = append(out, '{')
-	out = append(out, body...)
-	if len(body) == 0 {
-		out = append(out, extra.Bytes()[1:]...)
-	} else {
-		out = append(out, extra.Bytes()...)
+	replaced := map[string]string{}
+	for _, f := range set {
+		replaced[f.key] = f.val
 	}
-	return append(out, '}')
+	var out bytes.Buffer
+	out.WriteByte('{')
+	write := func(k string, v []byte) {
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		kb, _ := text.JSON(k)
+		out.Write(kb)
+		out.WriteByte(':')
+		out.Write(v)
+	}
+	done := map[string]bool{}
+	for i, k := range keys {
+		v, ok := replaced[k]
+		switch {
+		case !ok:
+			write(k, vals[i])
+		case !done[k]:
+			// In its place, once: tact's fields keep their order.
+			vb, _ := text.JSON(v)
+			write(k, vb)
+			done[k] = true
+		}
+	}
+	for _, f := range set {
+		if !done[f.key] {
+			vb, _ := text.JSON(f.val)
+			write(f.key, vb)
+		}
+	}
+	out.WriteByte('}')
+	return out.Bytes()
 }
 
-// absIn is p made absolute against dir and cleaned.
-func absIn(dir, p string) string {
-	if !filepath.IsAbs(p) && dir != "" {
-		p = filepath.Join(dir, p)
+// objectFields are a JSON object's keys and raw values, in order
+// (duplicates kept); ok is false for anything else.
+func objectFields(obj []byte) (keys []string, vals []json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, false
 	}
-	return filepath.Clean(p)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		k, isKey := tok.(string)
+		var v json.RawMessage
+		if !isKey || dec.Decode(&v) != nil {
+			return nil, nil, false
+		}
+		keys, vals = append(keys, k), append(vals, v)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, false
+	}
+	return keys, vals, true
+}
+
+// resolved is p as the tools reach it from the workspace cwd: rel is
+// workspace-relative (absolute outside it), abs absolute. With no
+// workspace it is only cleaned.
+func resolved(cwd, p string) (rel, abs string) {
+	if cwd == "" {
+		p = filepath.Clean(p)
+		return filepath.ToSlash(p), p
+	}
+	r, inside := wspath.Rel(cwd, p)
+	if !inside {
+		return r, filepath.FromSlash(r)
+	}
+	return r, filepath.Join(cwd, filepath.FromSlash(r))
 }

@@ -30,7 +30,8 @@ type Options struct {
 	// Env is the hooks' environment before the TACT_* variables are added
 	// (nil: os.Environ()).
 	Env []string
-	// DryRun lists the hooks that would run without running them.
+	// DryRun lists the hooks that would run without running them, but
+	// for the PreToolUse hooks of a call that runs anyway (Input.Live).
 	DryRun bool
 	// Log gets one warning for each hook that failed (nil: none).
 	Log *slog.Logger
@@ -84,7 +85,7 @@ func (r *Runner) Run(ctx context.Context, in Input) Outcome {
 	if len(hooks) == 0 {
 		return Outcome{Decision: DecisionAllow}
 	}
-	if r.opt.DryRun {
+	if r.opt.DryRun && !(in.Live && in.HookEventName == PreToolUse) {
 		out := Outcome{Decision: DecisionAllow}
 		for _, h := range hooks {
 			out.Runs = append(out.Runs, Run{Event: h.Event, Matcher: h.Matcher, Command: h.Command, ExitCode: -1, Decision: DecisionDryRun})

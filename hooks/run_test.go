@@ -106,7 +106,7 @@ func TestToolInputSeenByHook(t *testing.T) {
 	if out.Decision != DecisionAllow {
 		t.Fatalf("outcome %+v", out)
 	}
-	want := fmt.Sprintf(`{"path":"dir/a.go","limit":5,"file_path":%q}`+"\n", filepath.Join(ws, "dir/a.go"))
+	want := fmt.Sprintf(`{"path":"dir/a.go","limit":5,"file_path":%q,"lexical_path":"dir/a.go"}`+"\n", filepath.Join(ws, "dir/a.go"))
 	if got := readFile(t, filepath.Join(ws, "ti.json")); got != want {
 		t.Errorf("tool_input = %s, want %s", got, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -43,8 +44,13 @@ type ApprovalRequest struct {
 	Command    string   `json:"command,omitempty"`
 	Argv       []string `json:"argv,omitempty"`
 	WorkingDir string   `json:"working_dir,omitempty"`
-	// Path is a file tool's path, workspace-relative when inside it.
+	// Path is a file tool's path as the tool will reach it: cleaned, with
+	// the workspace's symlinks resolved (docs/out/x where docs/out ->
+	// ../src is src/x), workspace-relative inside it, else absolute.
 	Path string `json:"path,omitempty"`
+	// LexicalPath is the path as the call spelled it (workspace-relative
+	// when inside, not resolved): for showing only, never for deciding.
+	LexicalPath string `json:"lexical_path,omitempty"`
 	// Diff shows write_file's and edit_file's change: "-" lines for the
 	// text replaced (the current file, or old_string), "+" lines for the
 	// new, under "--- a/PATH" and "+++ b/PATH", capped at MaxApprovalDiff.
@@ -121,7 +127,8 @@ func (g *policyGate) request(ctx context.Context, env *tools.Env, c tools.Call, 
 		}
 	}
 	if f.hasPath {
-		req.Path = red(f.path)
+		req.Path = red(f.shown())
+		req.LexicalPath = red(f.path)
 		req.Diff = fileDiff(env, c, f, red)
 	}
 	return req
@@ -176,8 +183,12 @@ func fileDiff(env *tools.Env, c tools.Call, f callFacts, red func(string) string
 	oldPartial := oldSize > int64(len(oldText))
 	newSize := int64(len(newText))
 	oldText, newText = red(oldText), red(newText)
-	p := red(f.path)
-	head := "--- a/" + p + "\n+++ b/" + p + "\n" + note
+	p := red(f.shown())
+	a, b := "a/"+p, "b/"+p
+	if path.IsAbs(p) { // a link leading out (the tool refuses it)
+		a, b = p, p
+	}
+	head := "--- " + a + "\n+++ " + b + "\n" + note
 	// Each side gets half of what is left, or more when the other needs less.
 	budget := max(MaxApprovalDiff-len(head), 0)
 	minus, plus := diffLines(oldText, '-'), diffLines(newText, '+')

@@ -268,6 +268,18 @@ func TestGateApproverRequest(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(ws, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
+	realOutside, err := filepath.EvalSymlinks(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// docs/out leads to src inside the workspace: a write through it is a
+	// write to src, and the approver is told so (issue 36 item 1).
+	if err := os.MkdirAll(filepath.Join(ws, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../src", filepath.Join(ws, "docs", "out")); err != nil {
+		t.Fatal(err)
+	}
 	g := NewGate(GateOptions{Approver: fx.approver("cat > " + fx.q("req.json") + "; exit 1")})
 
 	t.Run("command", func(t *testing.T) {
@@ -303,9 +315,13 @@ func TestGateApproverRequest(t *testing.T) {
 			"--- a/new.txt\n+++ b/new.txt\n+hello\n+world\n", `tool=write_file path="new.txt"`},
 		{"empty content", "write_file", `{"path":"src/a.txt","content":""}`, "src/a.txt",
 			"--- a/src/a.txt\n+++ b/src/a.txt\n-one\n-two\n", `tool=write_file path="src/**"`},
+		{"symlink inside", "write_file", `{"path":"docs/out/a.txt","content":"three\n"}`, "src/a.txt",
+			"--- a/src/a.txt\n+++ b/src/a.txt\n-one\n-two\n+three\n", ""},
+		{"symlink inside, edit", "edit_file", `{"path":"docs/out/a.txt","old_string":"one","new_string":"uno"}`, "src/a.txt",
+			"--- a/src/a.txt\n+++ b/src/a.txt\n-one\n+uno\n", ""},
 		// The current file is read inside the workspace only.
-		{"symlink out", "write_file", `{"path":"link.txt","content":"x\n"}`, "link.txt",
-			"--- a/link.txt\n+++ b/link.txt\n\\ the current file is not shown: path \"link.txt\" escapes the workspace through a symlink\n+x\n", ""},
+		{"symlink out", "write_file", `{"path":"link.txt","content":"x\n"}`, realOutside,
+			"--- " + realOutside + "\n+++ " + realOutside + "\n\\ the current file is not shown: path \"link.txt\" escapes the workspace through a symlink\n+x\n", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,6 +329,13 @@ func TestGateApproverRequest(t *testing.T) {
 			req, raw := fx.request("req.json")
 			if req.Tool != tt.tool || req.Class != "write" || req.Path != tt.path || req.Diff != tt.diff || req.AlwaysRule != tt.always {
 				t.Errorf("request = %s\nwant path %q, diff\n%s", raw, tt.path, tt.diff)
+			}
+			var args struct {
+				Path string `json:"path"`
+			}
+			_ = json.Unmarshal([]byte(tt.args), &args)
+			if want, _ := workspaceRel(fx.env, args.Path); req.LexicalPath != want {
+				t.Errorf("lexical_path %q, want %q", req.LexicalPath, want)
 			}
 			if req.Command != "" || req.Argv != nil || req.Sandbox != "" || strings.Contains(raw, "OUTSIDE-CONTENT") {
 				t.Errorf("file call request has command fields or outside content: %s", raw)

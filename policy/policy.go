@@ -17,6 +17,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 	"github.com/kballard/go-shellquote"
+	"github.com/tactcli/tact/internal/wspath"
 	"github.com/tactcli/tact/policy/cmdline"
 	"github.com/tactcli/tact/tools"
 )
@@ -349,33 +350,24 @@ func workspaceRel(env *tools.Env, p string) (rel string, inside bool) {
 	return rel, inside
 }
 
-// resolvedRel resolves symlinks along the workspace-relative rel, as far as
-// the path exists, and makes it workspace-relative again.
+// resolvedRel resolves symlinks along the workspace-relative rel, as far
+// as the path exists, and makes it workspace-relative again; outside the
+// workspace it is the absolute real path.
 func resolvedRel(env *tools.Env, rel string) (string, bool) {
 	if env == nil || env.Workspace == "" {
 		return rel, true
 	}
-	ws := env.Workspace
-	if r, err := filepath.EvalSymlinks(ws); err == nil {
-		ws = r
+	return wspath.Rel(env.Workspace, filepath.FromSlash(rel))
+}
+
+// shown is the path approvers and prompts are given: the one the tool
+// will reach (symlinks resolved), workspace-relative inside it; a path
+// that lexically leaves the workspace as written.
+func (f callFacts) shown() string {
+	if f.inside {
+		return f.real
 	}
-	cur, rest := filepath.Join(ws, filepath.FromSlash(rel)), ""
-	for {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			r, err := filepath.Rel(ws, filepath.Join(real, rest))
-			if err != nil {
-				return rel, false
-			}
-			r = filepath.ToSlash(r)
-			return r, r != ".." && !strings.HasPrefix(r, "../")
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return rel, true
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
+	return f.path
 }
 
 // appliesTo reports whether r's tool (and the fields it sets) fit the call.

@@ -102,7 +102,8 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 	r.emit(EventAction, map[string]any{"iteration": len(r.res.Trace.Steps) + 1, "tool": act.Tool, "args": act.Args, "source": source, "thought": act.Thought})
 	// PreToolUse hooks come first: a block wins over every rule, an
 	// approval stands where a person would be asked.
-	pre := r.callHooks(hooks.PreToolUse, hooks.Input{ToolName: act.Tool, ToolInput: act.Args})
+	// A read tool runs in a dry run too, so its guards do.
+	pre := r.callHooks(hooks.PreToolUse, hooks.Input{ToolName: act.Tool, ToolInput: act.Args, Live: tool.Class() == tools.ClassRead})
 	hookRuns := pre.Runs
 	// Approval: write/exec tools go through the gate.
 	decision := ""

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tactcli/tact/hooks"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/tools"
 )
@@ -43,12 +44,14 @@ func (d *dryRunSink) Handle(ev react.Event) {
 			d.write(termCell("dry-run: project instructions: " + strings.Join(d.instructions, ", ")))
 		}
 	case react.EventHook:
-		// A dry run runs no hook: it lists which would run, and when.
-		var event, command, tool, matcher string
+		// A dry run lists the hooks that would run, and when; the
+		// PreToolUse hooks of read tools, which run, ran.
+		var event, command, tool, matcher, decision string
 		_ = ev.Decode("hook_event", &event)
 		_ = ev.Decode("command", &command)
 		_ = ev.Decode("tool", &tool) // absent for Stop and RunStart
 		_ = ev.Decode("matcher", &matcher)
+		_ = ev.Decode("decision", &decision)
 		line := "dry-run: hook " + event
 		if tool != "" {
 			line += " (" + tool
@@ -56,6 +59,10 @@ func (d *dryRunSink) Handle(ev react.Event) {
 				line += ", matcher " + matcher
 			}
 			line += ")"
+		}
+		if decision != hooks.DecisionDryRun {
+			d.write(termCell(line + " ran (" + decision + "): " + command))
+			break
 		}
 		d.write(termCell(line + " would run: " + command))
 	case react.EventStep:
@@ -73,6 +80,8 @@ func dryRunDecision(st react.StepTrace) string {
 	switch {
 	case strings.HasPrefix(st.Decision, "dry_run:"):
 		return "would " + strings.TrimPrefix(st.Decision, "dry_run:")
+	case st.Decision == react.DecisionHookBlocked:
+		return "blocked by hook"
 	case st.SkipReason != "":
 		return "skipped: " + st.SkipReason
 	case st.Action.Tool == tools.FinalAnswer:

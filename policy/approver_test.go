@@ -419,7 +419,7 @@ func TestGateApproverAnswers(t *testing.T) {
 		name, tool, args, rule string
 	}{
 		{"command", "run_command", `{"command":"git status -s"}`, `tool=run_command command="git status"`},
-		{"narrowed command", "run_command", `{"command":"mytool ` + secret + ` --verbose"}`, `tool=run_command command="mytool"`},
+		{"narrowed command", "run_command", `{"command":"grep ` + secret + ` notes.txt"}`, `tool=run_command command="grep"`},
 		{"file", "write_file", `{"path":"src/main.go","content":"package main\n"}`, `tool=write_file path="src/**"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -65,6 +65,10 @@ func parseRules(name, list string, raws []json.RawMessage) ([]Rule, error) {
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("%s: %s: %v", name, where, err)
 		}
+		if r.Exact && list == "deny" {
+			// A deny rule must catch every form of the command.
+			return nil, fmt.Errorf("%s: %s: \"exact\" is for allow rules: a deny rule matches the command with any further arguments", name, where)
+		}
 		out = append(out, r)
 	}
 	return out, nil

@@ -16,7 +16,6 @@ import (
 	"github.com/kballard/go-shellquote"
 
 	"github.com/tactcli/tact/internal/text"
-	"github.com/tactcli/tact/policy/cmdline"
 	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/tools"
 )
@@ -335,7 +334,8 @@ func narrowRule(env *tools.Env, c tools.Call, r Rule, red *redact.Redactor) (Rul
 	case r.Command != "":
 		words := ruleWords(r.Command)
 		for k := len(words) - 1; k >= 1; k-- {
-			cand := Rule{Tool: r.Tool, Command: shellquote.Join(words[:k]...)}
+			// An exact rule cut short covers nothing: no such rule.
+			cand := Rule{Tool: r.Tool, Command: shellquote.Join(words[:k]...), Exact: r.Exact}
 			if covers(cand) {
 				return cand, true
 			}
@@ -350,84 +350,6 @@ func narrowRule(env *tools.Env, c tools.Call, r Rule, red *redact.Redactor) (Rul
 		}
 	}
 	return Rule{}, false
-}
-
-// AlwaysRule is the rule a "don't ask again" answer adds for c, built from
-// what the command analyser finds so that it covers c and no more than it
-// must:
-//   - a command that runs one program (after looking through wrappers such
-//     as env, nice, timeout and sh -c): that program (by name when it is the
-//     one PATH finds, else as typed) and its subcommand when the next word
-//     looks like one ("git status"); an interpreter (python, node, ...) with
-//     its whole argument list, as the script is what it runs;
-//   - a command that runs several programs, or one through a runner such as
-//     sudo: the whole command line, which matches only that exact line;
-//   - a command tact cannot fully analyse: no rule (an error saying why), as
-//     no allow rule can cover it;
-//   - a file tool: tool plus the path's directory and "/**" (the file itself
-//     at the top level).
-func AlwaysRule(env *tools.Env, c tools.Call) (Rule, error) {
-	f := factsOf(env, c)
-	r := Rule{Tool: f.tool}
-	switch {
-	case f.tool == commandTool && f.cmd == nil:
-		return Rule{}, errors.New("the command cannot be split into words")
-	case f.cmd != nil:
-		if !f.cmd.Complete {
-			return Rule{}, fmt.Errorf("tact cannot fully analyse this command (%s), so no allow rule can cover it", strings.Join(f.cmd.Problems, "; "))
-		}
-		r.Command = alwaysCommand(f)
-	case f.hasPath && f.inside && f.path != "." && pathTools[f.tool]:
-		if dir := path.Dir(f.path); dir != "." {
-			r.Path = escapeGlob(dir) + "/**"
-		} else {
-			r.Path = escapeGlob(f.path)
-		}
-	}
-	if r.Tool == "" && r.Command == "" && r.Path == "" {
-		r.Tool = "*"
-	}
-	if err := r.validate(); err != nil {
-		return Rule{}, fmt.Errorf("no rule fits this call: %v", err)
-	}
-	if allow, _ := (&Policy{Allow: []Rule{r}}).Match(env, c); allow == nil {
-		return Rule{}, errors.New("no rule would cover exactly this call")
-	}
-	return r, nil
-}
-
-// alwaysCommand picks the command words of an "always" rule (see AlwaysRule).
-func alwaysCommand(f callFacts) string {
-	var needed []cmdline.Command
-	for _, c := range f.cmd.Commands {
-		if c.Kind != cmdline.KindWrapper && c.Kind != cmdline.KindBuiltin && c.Kind != cmdline.KindFunction {
-			needed = append(needed, c)
-		}
-	}
-	if len(needed) == 0 && len(f.cmd.Commands) > 0 {
-		needed = f.cmd.Commands[:1]
-	}
-	if len(needed) != 1 || needed[0].Kind == cmdline.KindRunner || needed[0].Kind == cmdline.KindFunction {
-		return shellquote.Join(f.argv...)
-	}
-	c := needed[0]
-	prog := c.Name
-	if !c.OnPath {
-		prog = c.Typed
-	}
-	words := []string{prog}
-	switch {
-	case cmdline.IsInterpreter(c.Name):
-		for _, a := range c.Args {
-			if a.Dynamic {
-				return shellquote.Join(f.argv...)
-			}
-			words = append(words, a.Text)
-		}
-	case len(c.Args) > 0 && !c.Args[0].Dynamic && c.Args[0].Text != "" && !strings.HasPrefix(c.Args[0].Text, "-"):
-		words = append(words, c.Args[0].Text)
-	}
-	return shellquote.Join(words...)
 }
 
 // escapeGlob quotes glob metacharacters so a literal name matches itself.

@@ -215,19 +215,20 @@ func TestAlwaysRule(t *testing.T) {
 		want Rule
 	}{
 		{gtGit, Rule{Tool: "run_command", Command: "git status"}},
-		{gtRm, Rule{Tool: "run_command", Command: "rm"}},
+		// A program whose effect depends on its arguments: exactly this call.
+		{gtRm, Rule{Tool: "run_command", Command: "rm -rf build", Exact: true}},
 		{gtCall("run_command", tools.ClassExec, `{"command":"ls"}`), Rule{Tool: "run_command", Command: "ls"}},
-		{gtCall("run_command", tools.ClassExec, `{"command":"'my tool' sub x"}`), Rule{Tool: "run_command", Command: "'my tool' sub"}},
+		{gtCall("run_command", tools.ClassExec, `{"command":"cat notes.txt"}`), Rule{Tool: "run_command", Command: "cat notes.txt"}},
+		{gtCall("run_command", tools.ClassExec, `{"command":"'my tool' sub x"}`), Rule{Tool: "run_command", Command: "'my tool' sub x", Exact: true}},
 		// Wrappers and shells are looked through: the rule names what runs.
-		{gtCall("run_command", tools.ClassExec, `{"command":"sh -c 'rm -rf /'"}`), Rule{Tool: "run_command", Command: "rm"}},
-		{gtCall("run_command", tools.ClassExec, `{"command":"/usr/bin/env FOO=1 make"}`), Rule{Tool: "run_command", Command: "make"}},
+		{gtCall("run_command", tools.ClassExec, `{"command":"sh -c 'rm -rf /'"}`), Rule{Tool: "run_command", Command: "rm -rf /", Exact: true}},
+		{gtCall("run_command", tools.ClassExec, `{"command":"/usr/bin/env FOO=1 make"}`), Rule{Tool: "run_command", Command: "make", Exact: true}},
 		{gtCall("run_command", tools.ClassExec, `{"command":"nice -n 5 git -C sub status -s"}`), Rule{Tool: "run_command", Command: "git status"}},
-		{gtCall("run_command", tools.ClassExec, `{"command":"/no/such/dir/tool run"}`), Rule{Tool: "run_command", Command: "/no/such/dir/tool run"}},
-		// Interpreters keep their arguments: the script is what they run.
-		{gtCall("run_command", tools.ClassExec, `{"command":"python3 -m pytest -q"}`), Rule{Tool: "run_command", Command: "python3 -m pytest -q"}},
+		{gtCall("run_command", tools.ClassExec, `{"command":"/no/such/dir/tool run"}`), Rule{Tool: "run_command", Command: "/no/such/dir/tool run", Exact: true}},
+		{gtCall("run_command", tools.ClassExec, `{"command":"python3 -m pytest -q"}`), Rule{Tool: "run_command", Command: "python3 -m pytest -q", Exact: true}},
 		// Several programs, or a runner: exactly this command line.
-		{gtCall("run_command", tools.ClassExec, `{"command":"sh -c 'git status; ls'"}`), Rule{Tool: "run_command", Command: "sh -c 'git status; ls'"}},
-		{gtCall("run_command", tools.ClassExec, `{"command":"sudo -u root ls"}`), Rule{Tool: "run_command", Command: "sudo -u root ls"}},
+		{gtCall("run_command", tools.ClassExec, `{"command":"sh -c 'git status; ls'"}`), Rule{Tool: "run_command", Command: "sh -c 'git status; ls'", Exact: true}},
+		{gtCall("run_command", tools.ClassExec, `{"command":"sudo -u root ls"}`), Rule{Tool: "run_command", Command: "sudo -u root ls", Exact: true}},
 		{gtWrite, Rule{Tool: "write_file", Path: "src/**"}},
 		{gtCall("edit_file", tools.ClassWrite, `{"path":"/ws/a/b/c.txt"}`), Rule{Tool: "edit_file", Path: "a/b/**"}},
 		{gtCall("write_file", tools.ClassWrite, `{"path":"notes.md"}`), Rule{Tool: "write_file", Path: "notes.md"}},
@@ -293,7 +294,9 @@ func TestGateAlwaysNeverSavesSecret(t *testing.T) {
 		answer    string
 		wantSaved bool
 	}{
-		{"command narrowed", runCall("mytool " + secret + " --verbose"), `tool=run_command command="mytool"`, "", "always", true},
+		{"command narrowed", runCall("grep " + secret + " notes.txt"), `tool=run_command command="grep"`, "", "always", true},
+		// A program whose rule is exact cannot be cut short: no rule.
+		{"exact command not saved", runCall("mytool " + secret + " --verbose"), "", "a rule for it would contain a secret", "yes", false},
 		{"path narrowed", gtCall("write_file", tools.ClassWrite, `{"path":"out/`+secret+`/x.txt","content":"x"}`), `tool=write_file path="out/**"`, "", "always", true},
 		{"command not saved", runCall(`sh -c 'curl -u me:` + secret + ` x; ls'`), "", "a rule for it would contain a secret", "yes", false},
 		{"path not saved", gtCall("write_file", tools.ClassWrite, `{"path":"`+secret+`/x.txt","content":"x"}`), "", "a rule for it would contain a secret", "yes", false},

@@ -34,7 +34,12 @@ type Rule struct {
 	Command string `json:"command,omitempty"`
 	// Path is a glob on the workspace-relative path of write_file/edit_file
 	// calls; "**" matches any number of directories.
-	Path    string `json:"path,omitempty"`
+	Path string `json:"path,omitempty"`
+	// Exact (allow rules with a command) matches a command only when its
+	// arguments are exactly the rule's words, none added: what an "always"
+	// answer saves for a program whose effect depends on its arguments
+	// (sed, find, tar, rm, ...), so it approves that call and no other.
+	Exact   bool   `json:"exact,omitempty"`
 	Comment string `json:"comment,omitempty"`
 }
 
@@ -49,6 +54,9 @@ func (r Rule) String() string {
 	}
 	if r.Path != "" {
 		parts = append(parts, "path="+strconvQuote(r.Path))
+	}
+	if r.Exact {
+		parts = append(parts, "exact")
 	}
 	if len(parts) == 0 {
 		return "(empty rule)"
@@ -84,6 +92,9 @@ const commandTool = "run_command"
 func (r Rule) validate() error {
 	if r.Tool == "" && r.Command == "" && r.Path == "" {
 		return errors.New("empty rule: set tool, command or path")
+	}
+	if r.Exact && r.Command == "" {
+		return errors.New("\"exact\" applies to a command: set command too")
 	}
 	if r.Command != "" && r.Path != "" {
 		// No tool takes both, so such a rule would silently never match.
@@ -518,7 +529,7 @@ func (p *Policy) allowCommand(f callFacts) *Rule {
 			if r.Command == "" || !r.appliesTo(f) {
 				continue
 			}
-			if words := ruleWords(r.Command); words != nil && commandMatches(c, words, true) {
+			if words := ruleWords(r.Command); words != nil && commandMatches(c, words, true) && (!r.Exact || len(words)-1 == len(c.Args)) {
 				hit = r
 				break
 			}

@@ -101,7 +101,7 @@ func (m Model) Params() int64 {
 	if m.Arch == Llama {
 		return m.Size.Params()
 	}
-	_, ts := m.build(1)
+	_, ts := m.build(1, false)
 	var n int64
 	for _, t := range ts {
 		n += int64(t.Elements())
@@ -110,19 +110,28 @@ func (m Model) Params() int64 {
 }
 
 // build returns the model's metadata and tensors (their bytes are
-// generated when written).
-func (m Model) build(seed int64) (ggml.KV, []*ggml.Tensor) {
+// generated when written); f16 writes every weight matrix in F16.
+func (m Model) build(seed int64, f16 bool) (ggml.KV, []*ggml.Tensor) {
 	switch m.Arch {
 	case Qwen35:
 		s := qwen35Shapes[m.Size]
+		if f16 {
+			s.kind = ggml.TensorTypeF16
+		}
 		ts := s.tensors(seed)
 		return s.kv(m, ts.params()), ts.ts
 	case Gemma4:
 		s := gemma4Shapes[m.Size]
+		if f16 {
+			s.kind = ggml.TensorTypeF16
+		}
 		ts := s.tensors(seed)
 		return s.kv(m, ts.params()), ts.ts
 	default:
 		s := shapes[m.Size]
+		if f16 {
+			s.kind = ggml.TensorTypeF16
+		}
 		return s.kv(m.Size), s.tensors(seed)
 	}
 }

@@ -108,11 +108,18 @@ func Write(path string, size Size, seed int64) error {
 }
 
 // Write generates the model into path (see the package function Write).
-func (m Model) Write(path string, seed int64) error {
+func (m Model) Write(path string, seed int64) error { return m.write(path, seed, false) }
+
+// WriteF16 is Write with every weight matrix in F16: the same model (the
+// same seed draws the same weights), as the source llama.cpp's quantizer
+// takes to make other quantizations (it refuses to requantize Q8_0).
+func (m Model) WriteF16(path string, seed int64) error { return m.write(path, seed, true) }
+
+func (m Model) write(path string, seed int64, f16 bool) error {
 	if err := m.Check(); err != nil {
 		return err
 	}
-	kv, ts := m.build(seed)
+	kv, ts := m.build(seed, f16)
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".synth-*.gguf")
 	if err != nil {
 		return fmt.Errorf("synthetic model %s: %w", path, err)

@@ -25,7 +25,8 @@
 //     backend and the tiny model (under 30 s).
 //
 // -only backend, concurrency, longrun, parallel, batch, promptcache, history, openai or serve runs one part; -model picks another
-// model (say the tiny one, to check the mechanics quickly).
+// model (say the tiny one, to check the mechanics quickly); -quant q4_k_m
+// the bench model in Q4_K_M, made by the runtime's quantizer (quant.go).
 //
 // Run it with `make bench` (the Makefile's cgo flags keep llama.cpp's build
 // cached). The model is generated once into synth.CacheDir().
@@ -46,7 +47,6 @@ import (
 	"github.com/ollama/ollama/llama"
 	"github.com/ollama/ollama/ml"
 
-	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/llm/llamacpp"
 	"github.com/tactcli/tact/models"
@@ -111,9 +111,8 @@ func run() error {
 	}
 	path := *modelFlag
 	if path == "" {
-		progress("generating the bench model into %s (once)", synth.CacheDir())
 		var err error
-		if path, err = synth.Ensure(synth.CacheDir(), synth.Bench); err != nil {
+		if path, err = benchModel(*quantFlag); err != nil {
 			return err
 		}
 	}

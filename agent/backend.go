@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 
 	"github.com/tactcli/tact/config"
@@ -38,24 +39,44 @@ type BackendRequest struct {
 // openBackend picks the model backend: --backend if given; else openai when
 // --base-url is given without --model or --script; else llama when a model
 // is configured (--model, TACT_MODEL, or the only model in the models
-// directory); else script when --script is given; else none.
+// directory; with opts.GivenModelOnly the plan header's model instead of
+// the directory's); else script when --script is given; else none.
 // settingName describes a setting for messages (see Options.SettingName).
 // What the backend is (plan headers, traces) it says itself: llm.InfoOf.
-// The backends that are not the engine's own come from backends.
-func openBackend(ctx context.Context, s *config.Settings, backends Backends, settingName func(field string) string) (llm.Backend, error) {
+// The backends that are not the engine's own come from opts.Backends.
+func openBackend(ctx context.Context, s *config.Settings, opts Options, settingName func(field string) string) (llm.Backend, error) {
+	backends := opts.Backends
 	name := s.Backend
 	if name == "" && s.BaseURL != "" && s.Model == "" && s.Script == "" {
 		name = "openai"
 	}
 	var modelPath, why string
+	model, fromPlan := s.Model, false
+	if model == "" && name == "" && opts.GivenModelOnly {
+		if m := opts.PlanModel; m != "" && !strings.ContainsAny(m, `/\`) && s.Script == "" {
+			model, fromPlan = m, true
+		} else {
+			// The models directory is not used, only named when it would have been.
+			name, why = "none", recoverHint
+			if p, err := models.Resolve("", s.ModelsDirectory()); err == nil {
+				why = fmt.Sprintf("tact exec uses a model only when one is given, not the models directory's (%s) on its own: %s", filepath.Base(p), recoverHint)
+			}
+			if s.Script != "" {
+				name = "script"
+			}
+		}
+	}
 	if name == "" || name == "llama" {
-		p, err := models.Resolve(s.Model, s.ModelsDirectory())
+		p, err := models.Resolve(model, s.ModelsDirectory())
 		switch {
 		case err == nil:
 			modelPath = p
-			if name == "" && (s.Model != "" || s.Script == "") {
+			if name == "" && (model != "" || s.Script == "") {
 				name = "llama"
 			}
+		case fromPlan:
+			// A plan naming a model that is not here runs as if it named none.
+			why = fmt.Sprintf("the plan's header names model %q, which is not in %s: %s", model, s.ModelsDirectory(), recoverHint)
 		case errors.Is(err, models.ErrNoModel) && name == "":
 		case errors.Is(err, models.ErrNoModel):
 			return nil, badInputf("--backend llama: no model: %s; or give --model PATH|NAME, set TACT_MODEL, or put a .gguf file in %s", PullHint(models.DefaultCatalogEntry()), s.ModelsDirectory())
@@ -110,6 +131,11 @@ func openBackend(ctx context.Context, s *config.Settings, backends Backends, set
 		return nil, badInputf("--backend %q: want llama, openai, script or none", name)
 	}
 }
+
+// recoverHint says how a saved plan's run gets a model to recover failed
+// steps with (Options.GivenModelOnly); messages that already say how to
+// give a model leave it out.
+const recoverHint = "to let a model recover failed steps, give --model NAME (or set TACT_MODEL)"
 
 // PullHint names the command that gets catalog model e and what it costs.
 func PullHint(e models.CatalogEntry) string {

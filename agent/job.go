@@ -321,7 +321,7 @@ func (l *life) planner() *planner.Planner {
 // configured, saying how to get one.
 func (rt *Runtime) needModel(what, alternative string) error {
 	msg := what + " needs a model: " + NoModelHint() + "; or give --model PATH (or TACT_MODEL)" + alternative
-	if rt.noModel.Why != "" {
+	if rt.noModel.Why != "" && rt.noModel.Why != recoverHint {
 		msg += "; " + rt.noModel.Why
 	}
 	return &Error{Kind: ErrNeedsModel, Err: errors.New(msg)}
@@ -334,7 +334,7 @@ func (rt *Runtime) fillNeedsModel(plan *planner.Plan) error {
 		for k, v := range st.Args {
 			if kind, _ := planner.ClassifyArg(v); kind == planner.ArgFill {
 				msg := fmt.Sprintf("%s:%d: argument %q is \"\" (fill from context), which needs a model: %s; or give --model PATH or --script, or fix the value", plan.Source, st.Line, k, NoModelHint())
-				if rt.noModel.Why != "" {
+				if rt.noModel.Why != "" && rt.noModel.Why != recoverHint {
 					msg += "; " + rt.noModel.Why
 				}
 				return &Error{Kind: ErrNeedsModel, Err: errors.New(msg)}

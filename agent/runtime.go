@@ -58,6 +58,13 @@ type Options struct {
 	// History keeps every job this runtime runs in the run history
 	// (docs/history.md), unless the settings turn it off (--no-history).
 	History bool
+	// GivenModelOnly (tact exec) uses a model only when one is given:
+	// --model or TACT_MODEL, or PlanModel, the model a saved plan's header
+	// names. The only model in the models directory is not picked on its
+	// own, so a saved plan's outcome does not depend on what else was
+	// pulled since.
+	GivenModelOnly bool
+	PlanModel      string
 }
 
 // Runtime is everything jobs share: opened once, safe for concurrent jobs.
@@ -176,7 +183,7 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 			return rt, badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(rt.Registry.Names(), ", "))
 		}
 	}
-	if rt.Backend, err = openBackend(ctx, s, opts.Backends, rt.opts.SettingName); err != nil {
+	if rt.Backend, err = openBackend(ctx, s, opts, rt.opts.SettingName); err != nil {
 		return rt, err
 	}
 	// The one place prompts are redacted: every optional capability of the

@@ -226,14 +226,14 @@ func (r *run) iteration() {
 			switch {
 			case r.st.ConsecutiveFailures > 0 && len(r.records) > 0:
 				last := r.records[len(r.records)-1]
-				r.end(ReasonFailure, r.summary(), fmt.Sprintf("step %d (%s) failed and no model is configured to recover", last.Step, last.Tool))
+				r.end(ReasonFailure, r.summary(), fmt.Sprintf("step %d (%s) failed and no model is configured to recover%s", last.Step, last.Tool, noModelWhy(err)))
 			case p != nil:
 				why := r.st.PlanSkipReason
 				if n := len(r.res.Trace.Steps); n > 0 && r.res.Trace.Steps[n-1].SkipReason != "" {
 					// Say why it could not run (a $jq error, a denial), not only the class.
 					why += ": " + firstLine(r.res.Trace.Steps[n-1].Observation)
 				}
-				r.end(ReasonFailure, r.summary(), fmt.Sprintf("plan step %d (%s) cannot run (%s) and no model is configured", r.st.PlanIndex+1, p.Tool, why))
+				r.end(ReasonFailure, r.summary(), fmt.Sprintf("plan step %d (%s) cannot run (%s) and no model is configured%s", r.st.PlanIndex+1, p.Tool, why, noModelWhy(err)))
 			default:
 				r.fallback(ReasonMaxIterations, "the plan ended without final_answer and no model is configured")
 			}
@@ -400,4 +400,13 @@ func (r *run) appendExchange(act Action, source string, obs prompt.Observation) 
 		r.addMsg(llm.RoleAssistant, string(b))
 	}
 	r.addMsg(llm.RoleUser, prompt.Render("observation", obs))
+}
+
+// noModelWhy is "; " and what a model-less backend said of why there is no
+// model (llm.None's Why, after ErrNoModel in its error), or "".
+func noModelWhy(err error) string {
+	if _, why, ok := strings.Cut(err.Error(), llm.ErrNoModel.Error()+": "); ok && why != "" {
+		return "; " + why
+	}
+	return ""
 }

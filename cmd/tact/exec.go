@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/agent"
@@ -69,7 +71,7 @@ func execRun(ctx context.Context, o *execOptions) error {
 		if err != nil {
 			return err
 		}
-		return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job, nil)
+		return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job, agent.Options{GivenModelOnly: true})
 	}
 	params, err := planParams(o.S, o.Params)
 	if err != nil {
@@ -86,7 +88,27 @@ func execRun(ctx context.Context, o *execOptions) error {
 	if err != nil {
 		return err
 	}
-	// The plan names the MCP servers to start: only those start.
+	// The plan names the MCP servers to start: only those start. It may
+	// name its model too; no other is used (agent.Options.GivenModelOnly).
 	job := agent.Job{Query: o.S.Query, PlanName: name, PlanData: data, Params: params, Files: files}
-	return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job, planServers(data))
+	return runJob(ctx, o.IO, o.S, o.Runtime, "exec", job,
+		agent.Options{MCPServers: planServers(data), GivenModelOnly: true, PlanModel: planModel(data)})
+}
+
+// planModel is the llama model a plan's header names (its planner's
+// "model" when its "backend" is llama), or "": a saved plan runs with
+// that model, or one given, or none.
+func planModel(data []byte) string {
+	line, _, _ := bytes.Cut(bytes.TrimLeft(data, " \t\r\n"), []byte("\n"))
+	var h struct {
+		Type    string `json:"type"`
+		Planner struct {
+			Backend string `json:"backend"`
+			Model   string `json:"model"`
+		} `json:"planner"`
+	}
+	if json.Unmarshal(line, &h) != nil || h.Type != "plan" || h.Planner.Backend != "llama" {
+		return ""
+	}
+	return h.Planner.Model
 }

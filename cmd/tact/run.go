@@ -65,7 +65,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		if err != nil {
 			return err
 		}
-		return runJob(ctx, o.IO, o.S, o.Runtime, "run", job, nil)
+		return runJob(ctx, o.IO, o.S, o.Runtime, "run", job, agent.Options{})
 	}
 	if stdinTaken(o.Files) && readsStdin(o.Args) {
 		return stdinConflict("give the query as arguments")
@@ -86,5 +86,5 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		job.Conversation = agent.ResumeConversation(turns)
 	}
-	return runJob(ctx, o.IO, o.S, o.Runtime, "run", job, nil)
+	return runJob(ctx, o.IO, o.S, o.Runtime, "run", job, agent.Options{})
 }

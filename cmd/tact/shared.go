@@ -34,7 +34,7 @@ type runtimeFunc func(context.Context, agent.Options) (*agent.Runtime, error)
 // reason's exit code; mcpOnly (not nil) starts only those MCP servers.
 // -o (s.Output) receives what stdout does, atomically, when the run
 // succeeds.
-func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime runtimeFunc, mode string, job agent.Job, mcpOnly []string) error {
+func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime runtimeFunc, mode string, job agent.Job, ro agent.Options) error {
 	outFile := s.Output
 	if err := checkOutputFile(outFile); err != nil {
 		return err
@@ -61,7 +61,8 @@ func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime run
 		events, say = rend, rend.Println
 		prompter = pausingPrompter(prompter, rend)
 	}
-	rt, err := runtime(ctx, agent.Options{Mode: mode, Prompter: prompter, Events: events, MCPServers: mcpOnly, History: true})
+	ro.Mode, ro.Prompter, ro.Events, ro.History = mode, prompter, events, true
+	rt, err := runtime(ctx, ro)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/internal/outfile"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/sandbox"
@@ -27,6 +28,9 @@ func main() {
 	os.Exit(tactMain())
 }
 
+// stdoutName names standard output in write errors.
+const stdoutName = "standard output"
+
 // iostreams is the CLI's view of the process's standard streams.
 type iostreams struct {
 	In        io.Reader
@@ -39,7 +43,7 @@ func systemStreams() *iostreams {
 	// A write to a closed pipe (tact ... | head -1) returns EPIPE instead
 	// of killing tact with SIGPIPE, so it ends like any failed output.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	return &iostreams{In: os.Stdin, Out: outfile.New(os.Stdout, "standard output", nil), ErrOut: os.Stderr,
+	return &iostreams{In: os.Stdin, Out: outfile.New(os.Stdout, stdoutName, nil), ErrOut: os.Stderr,
 		StderrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
 }
 
@@ -147,9 +151,10 @@ func tactMain() int {
 	streams := systemStreams()
 	f := newFactory(streams)
 	root, err := newRootCmd(f)
+	var cmd *cobra.Command
 	if err == nil {
 		root.SetArgs(os.Args[1:])
-		err = root.ExecuteContext(ctx)
+		cmd, err = root.ExecuteContextC(ctx)
 	}
 	// The runtime, if the command opened one, ends before tact prints its
 	// last line: the trace is complete and the MCP servers are gone.
@@ -166,6 +171,15 @@ func tactMain() int {
 		err = oerr
 	}
 	code := exitCode(err, sigCode())
+	if readerGone(err) {
+		// tact ... | head -1: the reader took what it wanted. No message;
+		// 0 for a command that only prints, exitOutput for one that did
+		// work, whose output was cut (docs/cli.md#exit-codes).
+		if printsOnly(cmd) && sigCode() == 0 {
+			return 0
+		}
+		return code
+	}
 	if msg := errorMessage(err); msg != "" {
 		fmt.Fprintln(streams.ErrOut, "tact: "+termLine(msg)) // may quote a server, a file or a model
 	}
@@ -176,3 +190,28 @@ func tactMain() int {
 var errSilent = errors.New("")
 
 func firstLineOf(s string) string { return text.FirstLine(s) }
+
+// readerGone reports whether err is standard output's reader having gone
+// away (EPIPE: the pipe's reader exited).
+func readerGone(err error) bool {
+	var oe *outfile.Error
+	return errors.As(err, &oe) && oe.What == stdoutName && errors.Is(oe.Err, syscall.EPIPE)
+}
+
+// printsOnly reports whether cmd only prints what it looked up (help,
+// version, a listing), so a reader that stops early wanted no more: the
+// commands annotated annPrints, a --help, and cobra's help and completion.
+func printsOnly(cmd *cobra.Command) bool {
+	if cmd == nil {
+		return true
+	}
+	if h := cmd.Flags().Lookup("help"); h != nil && h.Changed {
+		return true
+	}
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Name() == "help" || c.Name() == "completion" {
+			return true
+		}
+	}
+	return cmd.Annotations[annPrints] != ""
+}

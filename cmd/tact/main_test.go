@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(lockedTests{m}, map[string]func(){
 		"tact":          func() { os.Exit(tactMain()) },
 		"mcptestserver": func() { os.Exit(mcptest.Main(os.Args[1:])) },
+		"epipe":         func() { os.Exit(epipeMain(os.Args[1:])) },
 	})
 }
 
@@ -225,4 +226,35 @@ func cmdSynthModel(ts *testscript.TestScript, neg bool, args []string) {
 	dst := ts.MkAbs(args[1])
 	ts.Check(os.MkdirAll(filepath.Dir(dst), 0o755))
 	ts.Check(os.Symlink(path, dst))
+}
+
+// epipeMain runs a program whose standard output is a pipe nobody reads
+// any more (its read end closed first), so every write fails with EPIPE,
+// as in `tact log | head -1` once head has exited, but every time. It
+// exits with the program's status; stderr passes through:
+//
+//	epipe PROG [ARGS...]
+func epipeMain(args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "usage: epipe PROG [ARGS...]")
+		return 2
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "epipe:", err)
+		return 2
+	}
+	r.Close()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, w, os.Stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "epipe:", err)
+		return 2
+	}
+	return 0
 }

@@ -63,32 +63,94 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 		newVersionCmd(f, nil),
 		newLogCmd(f, nil, nil),
 	)
-	// Without arguments tact shows its help; any argument that is not a
-	// command is a usage error of the root's own, typed like every other
-	// (cobra's check for a root without Args returns a bare error). A root
-	// that runs would show "tact [flags]" in its usage: the template leaves
-	// that line to subcommands, so the help reads as before.
-	root.Args = unknownCommand
-	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
-	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable .HasParent}}", 1))
+	// A command with subcommands (tact, mcp, models, models cache, log)
+	// given a word that is none of them fails with a usage error naming
+	// the closest ones, at every level; a group alone shows its help. A
+	// root that runs would show "tact [flags]" in its usage: the template
+	// leaves that line to subcommands, so the help reads as before.
+	markUnknownCommands(root)
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", `{{if and .Runnable .HasParent (not (index .Annotations "tact/group"))}}`, 1))
+	// --version prints what tact version prints.
+	root.Version = buildinfo.Version
+	root.SetVersionTemplate("tact {{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version (as tact version)")
 	markUsageErrors(root)
+	markPrintsOnly(root)
 	return root, nil
 }
 
-// unknownCommand is the root's argument check, worded as cobra's own.
-func unknownCommand(c *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return nil
+// annPrints marks the commands that only print what they look up: when
+// standard output's reader goes away (tact log | head -1) they exit 0 in
+// silence; the others exit exitOutput in silence (docs/cli.md#exit-codes).
+const annPrints = "tact/prints"
+
+// printsOnlyCommands are the commands annPrints marks.
+var printsOnlyCommands = []string{"tact", "tact version", "tact tools", "tact mcp", "tact mcp list",
+	"tact models", "tact models list", "tact models show", "tact models catalog",
+	"tact models cache", "tact models cache list", "tact log", "tact log show"}
+
+func markPrintsOnly(root *cobra.Command) {
+	for _, path := range printsOnlyCommands {
+		c, rest, err := root.Find(strings.Fields(path)[1:])
+		if err != nil || len(rest) > 0 || c.CommandPath() != path {
+			panic("printsOnlyCommands: no command " + path) // a renamed command; tests catch it
+		}
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[annPrints] = "yes"
 	}
+}
+
+// markUnknownCommands makes every command with subcommands refuse a word
+// that is none of them (unknownCommand), keeping its own check for the
+// rest; one that does nothing itself shows its help when given nothing.
+func markUnknownCommands(c *cobra.Command) {
+	if c.HasSubCommands() {
+		own := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args)
+			}
+			if own != nil {
+				return own(cmd, args)
+			}
+			return nil
+		}
+		if !c.Runnable() {
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[annGroup] = "yes"
+		}
+	}
+	for _, sub := range c.Commands() {
+		markUnknownCommands(sub)
+	}
+}
+
+// annGroup marks a command that only groups others (mcp, models): it runs
+// only to check its arguments, so its usage reads as cobra's for a command
+// that does not run (no "tact mcp [flags]" line).
+const annGroup = "tact/group"
+
+// unknownCommand is the argument check of a command with subcommands: one
+// line, worded as cobra's own, with the closest subcommands (cobra's
+// suggestions: a prefix, or at most two edits away).
+func unknownCommand(c *cobra.Command, args []string) error {
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
 	if c.SuggestionsMinimumDistance <= 0 {
 		c.SuggestionsMinimumDistance = 2 // cobra's default
 	}
 	if names := c.SuggestionsFor(args[0]); len(names) > 0 {
-		msg += "\n\nDid you mean this?\n"
-		for _, name := range names {
-			msg += "\t" + name + "\n"
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = strconv.Quote(n)
 		}
+		msg += " (did you mean " + strings.Join(quoted, " or ") + "?)"
+	} else {
+		msg += fmt.Sprintf(" (%s --help lists them)", c.CommandPath())
 	}
 	return errors.New(msg)
 }

@@ -21,8 +21,12 @@ func TestUnknownCommand(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"frobnicate"}, `unknown command "frobnicate" for "tact"`},
-		{[]string{"rn", "q"}, "unknown command \"rn\" for \"tact\"\n\nDid you mean this?\n\trun\n"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" for "tact" (tact --help lists them)`},
+		{[]string{"rn", "q"}, `unknown command "rn" for "tact" (did you mean "run"?)`},
+		{[]string{"mcp", "lst"}, `unknown command "lst" for "tact mcp" (did you mean "list"?)`},
+		{[]string{"models", "lst"}, `unknown command "lst" for "tact models" (did you mean "list"?)`},
+		{[]string{"models", "cache", "clr"}, `unknown command "clr" for "tact models cache" (did you mean "clear"?)`},
+		{[]string{"log", "shw", "1"}, `unknown command "shw" for "tact log" (did you mean "show"?)`},
 	} {
 		f, opens, stdout, _ := countingFactory("")
 		root, err := newRootCmd(f)
@@ -73,8 +77,13 @@ func TestUsageAsCobras(t *testing.T) {
 	if u := got[root]; !strings.HasPrefix(u, "Usage:\n  tact [command]\n\nAvailable Commands:") {
 		t.Errorf("root usage:\n%s", u)
 	}
-	// cobra's own usage, of a root without RunE.
+	// cobra's own usage, of a root and groups without RunE.
 	root.RunE, root.Args = nil, nil
+	for _, c := range cmds {
+		if c.Annotations[annGroup] != "" {
+			c.RunE = nil
+		}
+	}
 	root.SetUsageTemplate("")
 	for _, c := range cmds {
 		if want := c.UsageString(); got[c] != want {

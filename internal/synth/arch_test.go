@@ -359,3 +359,24 @@ func TestBPEVocabs(t *testing.T) {
 		}
 	}
 }
+
+// WriteF16 writes the same model (same weights, same tensors) with its
+// matrices in F16, whatever the size's own type: the quantizer's source.
+func TestWriteF16(t *testing.T) {
+	for _, m := range []Model{{Llama, Small}, {Qwen35, Small}, {Gemma4, Small}} {
+		p := filepath.Join(t.TempDir(), "f16.gguf")
+		if err := m.WriteF16(p, 1); err != nil {
+			t.Fatal(err)
+		}
+		info, err := models.Inspect(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Quantization != "F16" || info.ParameterCount != uint64(m.Params()) || info.Architecture != string(m.Arch) {
+			t.Errorf("%v: %+v, want F16 with %d parameters", m, info, m.Params())
+		}
+	}
+	if err := (Model{Qwen35, Bench}).WriteF16(filepath.Join(t.TempDir(), "x.gguf"), 1); err == nil {
+		t.Error("WriteF16 accepted a size the architecture does not come in")
+	}
+}

@@ -174,7 +174,9 @@ func bindStep(s *Step, values map[string]json.RawMessage, all []byte, reg *tools
 			if _, err := partial.ValidateJSON(one); err != nil {
 				return fmt.Errorf("parameter %q (argument %q of %s): %v", v, k, s.Tool, err)
 			}
-			s.Args[k] = val
+			// A value is data: one shaped {"$jq": ...}, {"$param": ...}
+			// or "" must not be read as a directive when the step runs.
+			s.Args[k] = LiteralArg(val)
 			bound = true
 		case ArgJQ:
 			if !jqParamsVar.MatchString(v) {
@@ -196,6 +198,22 @@ func bindStep(s *Step, values map[string]json.RawMessage, all []byte, reg *tools
 		return CheckStep(s, reg)
 	}
 	return nil
+}
+
+// LiteralArg is a plan argument that yields the JSON value v as it is. A
+// value a plan would read as a directive ("" to fill, an object shaped
+// {"$jq": ...} or {"$param": ...}) becomes a $jq expression that is its
+// JSON text, which jq yields unchanged; any other value is itself.
+func LiteralArg(v json.RawMessage) json.RawMessage {
+	if kind, _ := ClassifyArg(v); kind == ArgLiteral {
+		return v
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, v) != nil {
+		return v
+	}
+	raw, _ := json.Marshal(map[string]string{"$jq": compact.String()})
+	return raw
 }
 
 // coerce turns a JSON string into the JSON it holds when the argument's
@@ -290,6 +308,18 @@ func templatize(p *Plan, names []string, reg *tools.Registry) error {
 		for _, k := range slices.Sorted(maps.Keys(s.Args)) {
 			var text string
 			if kind, _ := ClassifyArg(s.Args[k]); kind != ArgLiteral || json.Unmarshal(s.Args[k], &text) != nil {
+				continue
+			}
+			if s.Tool == "run_command" && k == "command" {
+				// A value in a command line is one word, never text.
+				v, ok, err := templateCommand(text, declared)
+				if err != nil {
+					return fmt.Errorf("step %d: %v", i+1, err)
+				}
+				if ok {
+					s.Args[k] = v
+					changed = true
+				}
 				continue
 			}
 			if v, ok := templateArg(text, declared); ok {

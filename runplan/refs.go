@@ -1,7 +1,6 @@
 package runplan
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -69,16 +68,7 @@ func reference(s string, outputs []string) string {
 // shaped {"$jq": ...} mean something else in a plan (fill, compute), so
 // they become a $jq expression that is their JSON text (JSON is jq that
 // yields itself).
-func keepLiteral(v json.RawMessage) json.RawMessage {
-	if kind, _ := planner.ClassifyArg(v); kind == planner.ArgLiteral {
-		return v
-	}
-	var compact bytes.Buffer
-	if json.Compact(&compact, v) != nil {
-		return v
-	}
-	return jqArg(compact.String())
-}
+func keepLiteral(v json.RawMessage) json.RawMessage { return planner.LiteralArg(v) }
 
 func jqArg(expr string) json.RawMessage {
 	b, _ := text.JSON(map[string]string{"$jq": expr}) // a map of strings always encodes

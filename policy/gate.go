@@ -168,6 +168,9 @@ func (g *policyGate) decide(env *tools.Env, c tools.Call) (v tools.Verdict, ask 
 		// Say why, so the model can write the command in a form allow
 		// rules can approve.
 		reason += " (tact cannot fully analyse this command, so no allow rule can approve it: " + why + ")"
+	} else if missing := g.pol.uncovered(env, c); len(missing) > 0 {
+		// Name what the rules leave out (sort and head of du | sort | head).
+		reason += " (no allow rule covers " + strings.Join(missing, ", ") + ")"
 	}
 	return dry(tools.Verdict{Decision: DecisionDeny, Reason: reason}), false
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -108,7 +109,8 @@ func TestGateDecisions(t *testing.T) {
 		// one matched only by its words in an unanalysable call says so.
 		{"deny through wrapper beats yes", GateOptions{Yes: true, Policy: pol}, runCall("sudo -u root nice rm -rf build"), false, "deny", `denied by policy: deny rule tool=run_command command="rm"`},
 		{"deny by words", GateOptions{Yes: true, Policy: pol}, runCall(`sh -c 'c=rm; $c x'`), false, "deny", `deny rule tool=run_command command="rm" (the command cannot be fully analysed (the command name $c is only known when it runs) and contains the rule's words)`},
-		{"allow needs every command", GateOptions{Policy: pol}, runCall(`sh -c 'git status; touch x'`), false, "deny", ReasonUnattended},
+		{"allow needs every command", GateOptions{Policy: pol}, runCall(`sh -c 'git status; touch x'`), false, "deny", ReasonUnattended + " (no allow rule covers touch)"},
+		{"the pipeline's uncovered commands named", GateOptions{Policy: pol}, runCall(`sh -c 'git status | sort -r | head -n 3 | sort'`), false, "deny", ReasonUnattended + " (no allow rule covers sort, head)"},
 		{"allow looks through wrappers", GateOptions{Policy: pol}, runCall(`env LC_ALL=C sh -c 'cd sub && git status'`), true, "allow", `allowed by rule tool=run_command command="git status"`},
 		{"unanalysable unattended", GateOptions{Policy: pol}, runCall(`sh -c 'eval "$1"'`), false, "deny", ReasonUnattended + " (tact cannot fully analyse this command, so no allow rule can approve it: eval runs code built when it runs)"},
 		{"unanalysable with yes", GateOptions{Policy: pol, Yes: true}, runCall(`sh -c 'eval "$1"'`), true, "allow", "--yes"},
@@ -123,6 +125,30 @@ func TestGateDecisions(t *testing.T) {
 				t.Errorf("verdict = %+v, want allowed=%v decision=%s reason~%q", v[0], tt.allowed, tt.decision, tt.reason)
 			}
 		})
+	}
+}
+
+// A denial names the commands of a pipeline no allow rule covers, only when
+// the policy has command rules and the call can be analysed.
+func TestUncovered(t *testing.T) {
+	env := &tools.Env{Workspace: t.TempDir()}
+	du := &Policy{Allow: []Rule{{Tool: "run_command", Command: "du"}}}
+	for _, tt := range []struct {
+		name string
+		pol  *Policy
+		cmd  string
+		want []string
+	}{
+		{"pipeline", du, `sh -c 'du -k . | sort -rn | head'`, []string{"sort", "head"}},
+		{"all covered", &Policy{Allow: []Rule{{Tool: "run_command", Command: "du"}, {Tool: "run_command", Command: "sort"}}}, `sh -c 'du | sort'`, nil},
+		{"wrappers looked through", du, `env LC_ALL=C nice du -k .`, nil},
+		{"no command rules", &Policy{Allow: []Rule{{Tool: "write_file", Path: "x"}}}, `sh -c 'du | sort'`, nil},
+		{"no policy", nil, `du`, nil},
+		{"unanalysable", du, `sh -c 'eval "$1"'`, nil},
+	} {
+		if got := tt.pol.uncovered(env, runCall(tt.cmd)); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: uncovered = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

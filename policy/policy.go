@@ -4,6 +4,7 @@
 package policy
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -547,6 +548,45 @@ func (p *Policy) allowCommand(f callFacts) *Rule {
 		}
 	}
 	return first
+}
+
+// uncovered names the commands of a fully analysable run_command call that
+// no allow rule covers (sort and head in `du -k . | sort -rn | head` under
+// a policy allowing du), so a denial can say what is missing; nil when the
+// policy has no command allow rules, the call is no command or cannot be
+// analysed, or every command is covered.
+func (p *Policy) uncovered(env *tools.Env, c tools.Call) []string {
+	if p == nil || c.Tool == nil || c.Tool.Name() != commandTool {
+		return nil
+	}
+	hasRules := false
+	for _, r := range p.Allow {
+		hasRules = hasRules || r.Command != ""
+	}
+	if !hasRules {
+		return nil
+	}
+	f := factsOf(env, c)
+	if f.cmd == nil || !f.cmd.Complete {
+		return nil
+	}
+	var names []string
+	for _, cmd := range f.cmd.Commands {
+		if (cmd.Kind == cmdline.KindWrapper || cmd.Kind == cmdline.KindBuiltin || cmd.Kind == cmdline.KindFunction) && cmd.OnPath {
+			continue
+		}
+		covered := false
+		for _, r := range p.Allow {
+			if words := ruleWords(r.Command); r.Command != "" && r.appliesTo(f) && words != nil && commandMatches(cmd, words, true) {
+				covered = true
+				break
+			}
+		}
+		if name := cmp.Or(cmd.Typed, cmd.Name); !covered && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // Match returns the first allow rule and the first deny rule that cover the

@@ -207,7 +207,7 @@ func pull(ctx context.Context, opts PullOptions) (PullResult, error) {
 	if stall == 0 {
 		stall = DefaultStallTimeout
 	}
-	t := &transfer{ctx: ctx, rawURL: opts.URL, shown: shown, partial: partial, meta: partial + MetaExt,
+	t := &transfer{ctx: ctx, op: "pull", rawURL: opts.URL, shown: shown, partial: partial, meta: partial + MetaExt,
 		name: name, progress: opts.Progress, stall: stall}
 	t.client = t.watchRedirects(client)
 	sum, err := t.run()
@@ -276,6 +276,7 @@ func syncDir(dir string) {
 // transfer is one download of rawURL into partial.
 type transfer struct {
 	ctx      context.Context
+	op       string // what the messages call it: "pull", "download"
 	client   *http.Client
 	rawURL   string // with credentials: only ever sent to the server
 	shown    string // SafeURL(rawURL): for messages and the resume record
@@ -346,7 +347,7 @@ var errStallCause = errors.New("stall timeout")
 func (t *transfer) run() (_ string, err error) {
 	f, st, err := openRegular(t.partial, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return "", fmt.Errorf("pull %s: %w", t.shown, err)
+		return "", fmt.Errorf("%s %s: %w", t.op, t.shown, err)
 	}
 	t.f = f
 	defer f.Close()
@@ -378,7 +379,7 @@ func (t *transfer) run() (_ string, err error) {
 	if t.offset > 0 {
 		// Hash what is already there so the final digest covers the whole file.
 		if _, err := io.Copy(t.h, io.NewSectionReader(f, 0, t.offset)); err != nil {
-			return "", fmt.Errorf("pull %s: read %s: %w", t.shown, t.partial, err)
+			return "", fmt.Errorf("%s %s: read %s: %w", t.op, t.shown, t.partial, err)
 		}
 	}
 
@@ -436,16 +437,16 @@ func (t *transfer) run() (_ string, err error) {
 	}
 	resp = req.resp
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
-		return "", fmt.Errorf("pull %s: server answered %s", t.shown, resp.Status)
+		return "", fmt.Errorf("%s %s: server answered %s", t.op, t.shown, resp.Status)
 	}
 	if t.offset == 0 {
 		// A fresh start: record the validator before the first byte lands.
 		if err := writeMeta(t.meta, metaFrom(t.shown, resp.Header)); err != nil {
-			return "", fmt.Errorf("pull %s: %w", t.shown, err)
+			return "", fmt.Errorf("%s %s: %w", t.op, t.shown, err)
 		}
 	}
 	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
-		return "", fmt.Errorf("pull %s: %w", t.shown, err)
+		return "", fmt.Errorf("%s %s: %w", t.op, t.shown, err)
 	}
 
 	total := int64(-1)
@@ -474,7 +475,7 @@ func (t *transfer) run() (_ string, err error) {
 		bar.Finish()
 	}
 	if err := f.Sync(); err != nil {
-		return "", fmt.Errorf("pull %s: %w", t.shown, err)
+		return "", fmt.Errorf("%s %s: %w", t.op, t.shown, err)
 	}
 	return hex.EncodeToString(t.h.Sum(nil)), nil
 }
@@ -489,21 +490,21 @@ func (t *transfer) failure(req *request, err error, progress string) error {
 	}
 	switch {
 	case t.ctx.Err() != nil:
-		return &pullError{msg: fmt.Sprintf("pull %s: interrupted %s%s", t.shown, progress, keep), kind: t.ctx.Err()}
+		return &pullError{msg: fmt.Sprintf("%s %s: interrupted %s%s", t.op, t.shown, progress, keep), kind: t.ctx.Err()}
 	case req != nil && context.Cause(req.ctx) == errStallCause:
-		return &pullError{msg: fmt.Sprintf("pull %s: no data for %s %s (stall timeout)%s", t.shown, t.stall, progress, keep), kind: ErrStalled}
+		return &pullError{msg: fmt.Sprintf("%s %s: no data for %s %s (stall timeout)%s", t.op, t.shown, t.stall, progress, keep), kind: ErrStalled}
 	}
 	if req == nil || req.resp == nil { // the request itself failed
-		return fmt.Errorf("pull %s: %w%s", t.shown, unwrapURLError(err), keep)
+		return fmt.Errorf("%s %s: %w%s", t.op, t.shown, unwrapURLError(err), keep)
 	}
-	return fmt.Errorf("pull %s: download interrupted %s (%w)%s", t.shown, progress, unwrapURLError(err), keep)
+	return fmt.Errorf("%s %s: download interrupted %s (%w)%s", t.op, t.shown, progress, unwrapURLError(err), keep)
 }
 
 func (t *transfer) truncate() error {
 	t.offset = 0
 	t.h.Reset()
 	if err := t.f.Truncate(0); err != nil {
-		return fmt.Errorf("pull %s: %w", t.shown, err)
+		return fmt.Errorf("%s %s: %w", t.op, t.shown, err)
 	}
 	os.Remove(t.meta)
 	return nil
@@ -550,7 +551,7 @@ func (t *transfer) get(offset int64, validator string) (*request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.rawURL, nil)
 	if err != nil {
 		r.close()
-		return nil, &pullError{msg: fmt.Sprintf("pull %s: %v", t.shown, err), kind: ErrInvalid}
+		return nil, &pullError{msg: fmt.Sprintf("%s %s: %v", t.op, t.shown, err), kind: ErrInvalid}
 	}
 	if offset > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", offset))

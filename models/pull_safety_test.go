@@ -283,6 +283,11 @@ func TestRedactURLs(t *testing.T) {
 	if got := RedactURL(in, raw); got != want {
 		t.Errorf("RedactURL =\n%s\nwant\n%s", got, want)
 	}
+	// An '@' in the path (an npm scoped package) is no userinfo.
+	raw = "http://127.0.0.1:4873/@scope/pkg/-/pkg-1.0.0.tgz"
+	if got := RedactURL("download "+raw+": connection refused", raw); got != "download "+raw+": connection refused" {
+		t.Errorf("RedactURL of a scoped package's URL = %s", got)
+	}
 }
 
 // FuzzSafeURL: a password and a token planted in URLs never show in

@@ -166,7 +166,16 @@ func urlSecrets(rawURL string) []string {
 	if i := strings.Index(s, "://"); i >= 0 {
 		start = i + len("://")
 	}
-	if at := strings.LastIndexByte(s[start:], '@'); at >= 0 {
+	// The userinfo ends at the authority's last '@' (as in SafeURL): an '@'
+	// in the path (npm's scoped packages, /@scope/name) is no credential.
+	end := len(s)
+	if i := strings.IndexAny(s[start:], `/\`); i >= 0 {
+		end = start + i
+	}
+	if _, err := url.Parse(rawURL); err != nil {
+		end = len(s)
+	}
+	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
 		userinfo := s[start : start+at]
 		add(userinfo)
 		if user, pass, ok := strings.Cut(userinfo, ":"); ok {

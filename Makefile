@@ -21,7 +21,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tactcli/tact/internal/buildinfo.Version=$(VERSION)
 TEST_TIMEOUT ?= 30m
 
-.PHONY: warm all build test test-short gotest fuzz bench vet fmt clean deps gpu demo ollama
+.PHONY: warm all build test test-short gotest fuzz bench vet fmt clean deps gpu demo ollama runtime runtime-native
 
 all: build
 
@@ -57,11 +57,32 @@ ollama: $(OLLAMA)
 $(OLLAMA): | $(DEPS_STAMP)
 	GOBIN=$(OLLAMA_DIR) $(GO) install github.com/ollama/ollama@$(OLLAMA_VERSION)
 
+# The pinned llama.cpp runtime (docs/runtime.md), installed as the README's
+# set-up promises: npm pack of the prebuilt package into a cache directory
+# (once), then tact runtime install FILE, which checks it against the sha512
+# pinned in llm/llamaruntime (a test keeps RUNTIME_PKG equal to that pin)
+# and leaves an intact runtime alone. Tests find it through
+# TACT_TEST_RUNTIME_DIR.
+RUNTIME_PKG := @node-llama-cpp/linux-x64@3.22.1
+RUNTIME_SRC_PKG := node-llama-cpp@3.22.1
+RUNTIME_NPM_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tact/runtime-npm
+export TACT_TEST_RUNTIME_DIR := $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/tact/runtime/3.22.1
+
+runtime: build
+	@bash scripts/install-runtime.sh bin/tact $(RUNTIME_PKG) $(RUNTIME_NPM_DIR)
+
+# llama.cpp built for this CPU from the source node-llama-cpp carries
+# (minutes; needs cmake): tact then prefers it to the prebuilt runtime.
+runtime-native: build
+	@[ -f $(RUNTIME_NPM_DIR)/node-llama-cpp-3.22.1.tgz ] || { mkdir -p $(RUNTIME_NPM_DIR) && \
+	  npm pack --silent --pack-destination $(RUNTIME_NPM_DIR) $(RUNTIME_SRC_PKG) >/dev/null; }
+	bin/tact runtime build $(RUNTIME_NPM_DIR)/node-llama-cpp-3.22.1.tgz
+
 # PKGS and TESTFLAGS narrow a run: make test PKGS=./tools/... TESTFLAGS='-run Foo -v'
 PKGS ?= ./...
 TESTFLAGS ?=
 
-test: $(DEPS_STAMP) build $(OLLAMA)
+test: $(DEPS_STAMP) build $(OLLAMA) runtime
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -106,5 +127,5 @@ DEMO_MODEL := bin/demo-tiny.gguf
 $(DEMO_MODEL): $(DEPS_STAMP) $(wildcard scripts/synthmodel/*.go internal/synth/*.go)
 	$(GO) run ./scripts/synthmodel -out $@ -size tiny -seed 1
 
-demo: $(DEPS_STAMP) build $(DEMO_MODEL)
+demo: $(DEPS_STAMP) build runtime $(DEMO_MODEL)
 	@bash scripts/demo.sh bin/tact $(DEMO_MODEL)

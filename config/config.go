@@ -88,6 +88,8 @@ type Settings struct {
 	KVCacheType string  `envconfig:"TACT_KV_CACHE_TYPE" flag:"kv-cache-type" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
 	GPULayers   int     `envconfig:"TACT_GPU_LAYERS" flag:"gpu-layers" desc:"layers to offload to a GPU backend (0: CPU only)"`
 	LibDir      string  `envconfig:"TACT_LIB_DIR" desc:"directory of GPU backend libraries (default: lib/ollama beside the binary's directory)"`
+	RuntimeDir  string  `envconfig:"TACT_RUNTIME_DIR" desc:"llama backend: the llama.cpp runtime directory to use, and no other (default: the best one installed under $XDG_DATA_HOME/tact/runtime; see tact runtime)"`
+	RuntimeURL  string  `envconfig:"TACT_RUNTIME_URL" desc:"npm registry or mirror that tact runtime install and build download from (default https://registry.npmjs.org)"`
 	CPULock     bool    `envconfig:"TACT_CPU_LOCK" default:"true" desc:"take turns on the CPU with other tact processes for model work (false: compete)"`
 	Temperature float32 `envconfig:"TACT_TEMPERATURE" flag:"temperature" default:"0.2" desc:"sampling temperature, 0 to 10 (0: greedy)"`
 	TopK        int     `envconfig:"TACT_TOP_K" flag:"top-k" default:"40" desc:"top-k sampling (0: off, the whole vocabulary)"`

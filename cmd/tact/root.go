@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/buildinfo"
+	"github.com/tactcli/tact/llm/llamaruntime"
 )
 
 // newRootCmd makes tact's commands on f. A bad variable in f's settings is
@@ -60,6 +62,7 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 		newToolsCmd(f, nil),
 		newMCPCmd(f, nil),
 		newModelsCmd(f),
+		newRuntimeCmd(f, nil),
 		newVersionCmd(f, nil),
 		newLogCmd(f, nil, nil),
 	)
@@ -158,14 +161,15 @@ func unknownCommand(c *cobra.Command, args []string) error {
 // versionOptions is tact version's test seam.
 type versionOptions struct {
 	IO *iostreams
+	S  *config.Settings
 }
 
 // newVersionCmd makes tact version; runF (nil: versionRun) runs it, for tests.
 func newVersionCmd(f *factory, runF func(context.Context, *versionOptions) error) *cobra.Command {
-	o := &versionOptions{IO: f.IO}
+	o := &versionOptions{IO: f.IO, S: f.Settings}
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version, and the llama.cpp release of the runtime in use",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -176,8 +180,18 @@ func newVersionCmd(f *factory, runF func(context.Context, *versionOptions) error
 	}
 }
 
+// versionRun prints tact's version, then the llama.cpp release of the
+// runtime the llama backend would use (or why there is none).
 func versionRun(_ context.Context, o *versionOptions) error {
-	_, err := fmt.Fprintf(o.IO.Out, "tact %s\n", buildinfo.Version)
+	if _, err := fmt.Fprintf(o.IO.Out, "tact %s\n", buildinfo.Version); err != nil {
+		return err
+	}
+	r, err := llamaruntime.Locate(llamaruntime.LocateOptions{Dir: o.S.RuntimeDir})
+	if err != nil {
+		_, err = fmt.Fprintf(o.IO.Out, "llama.cpp: none usable (%s)\n", err)
+		return err
+	}
+	_, err = fmt.Fprintf(o.IO.Out, "llama.cpp %s (runtime %s, %s)\n", r.Manifest.LlamaCpp, filepath.Base(r.Dir), r.Why)
 	return err
 }
 
@@ -202,6 +216,12 @@ func settingsUsedBy(cmd *cobra.Command) func(field string) bool {
 		return func(field string) bool {
 			return field == "ModelsDir" || field == "HFEndpoint" || field == "Verbose" || field == "Quiet"
 		}
+	case cmd.HasParent() && (cmd.Name() == "runtime" || cmd.Parent().Name() == "runtime"):
+		return func(field string) bool {
+			return field == "RuntimeDir" || field == "RuntimeURL" || field == "Verbose" || field == "Quiet"
+		}
+	case cmd.Name() == "version":
+		return func(field string) bool { return field == "RuntimeDir" }
 	case cmd.Flag("mcp-config") != nil: // tools, mcp list
 		return func(field string) bool { return field == "MCPConfig" || field == "Verbose" || field == "Quiet" }
 	}

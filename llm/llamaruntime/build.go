@@ -32,10 +32,11 @@ type BuildOptions struct {
 	// repeated build resumes. "": $XDG_CACHE_HOME/tact/runtime-build/VERSION.
 	WorkDir string
 	Jobs    int // parallel compile jobs; 0: the number of CPUs
-	// Progress receives the download's progress and one line per stage;
-	// Log the commands' output (cmake, the compiler). nil: none (the output
-	// is in WorkDir/build.log either way).
+	// Progress receives one line per stage, Bar the download's progress
+	// bar, Log the commands' output (cmake, the compiler). nil: none (the
+	// output is in WorkDir/build.log either way).
 	Progress     io.Writer
+	Bar          io.Writer
 	Log          io.Writer
 	HTTPClient   *http.Client
 	StallTimeout time.Duration
@@ -61,15 +62,15 @@ var buildTools = []string{"cmake", "git"}
 
 // cmakeOptions are the cache entries of the native build: node-llama-cpp's
 // own source build for the current machine (GGML_NATIVE, no curl, no
-// OpenSSL), with OpenMP off and the CPU backend as a module (libggml-cpu.so,
-// found by ggml's loader as the prebuilt ones are), like the prebuilt
-// libraries; no tools, tests, examples or server, and not libllama-common
-// (tact calls only llama.h).
+// OpenSSL), with OpenMP off like the prebuilt libraries; no tools, tests,
+// examples or server, and not libllama-common (tact calls only llama.h).
+// GGML_NATIVE rules out GGML_BACKEND_DL, so the one CPU backend
+// (libggml-cpu.so) is linked by libggml, not chosen at load time.
 var cmakeOptions = []string{
 	"-DCMAKE_BUILD_TYPE=Release",
 	"-DBUILD_SHARED_LIBS=ON",
 	"-DGGML_NATIVE=ON",
-	"-DGGML_BACKEND_DL=ON",
+	"-DGGML_BACKEND_DL=OFF",
 	"-DGGML_CPU_ALL_VARIANTS=OFF",
 	"-DGGML_OPENMP=OFF",
 	"-DGGML_CCACHE=OFF",
@@ -211,7 +212,7 @@ func Build(ctx context.Context, o BuildOptions) (BuildResult, error) {
 	defer unlock()
 	cleanStale(root)
 	r, err := b.install(root, target, Manifest{Package: Source.Name, Version: Version, LlamaCpp: LlamaCppRelease, Variant: Native,
-		Integrity: sum, Llama: Source.Llama, Ggml: Source.Ggml, GgmlBase: Source.GgmlBase, CPUFlags: flags, Compiler: compiler,
+		Integrity: sum, Llama: Source.Llama, Ggml: Source.Ggml, GgmlBase: Source.GgmlBase, LinkedCPU: true, CPUFlags: flags, Compiler: compiler,
 		Installed: time.Now().UTC().Truncate(time.Second)})
 	if err != nil {
 		return BuildResult{}, err
@@ -228,7 +229,7 @@ func cxx() string {
 }
 
 func downloadSource(ctx context.Context, root string, o BuildOptions) (string, error) {
-	return download(ctx, root, Source, InstallOptions{Registry: o.Registry, Progress: o.Progress,
+	return download(ctx, root, Source, InstallOptions{Registry: o.Registry, Progress: o.Bar,
 		HTTPClient: o.HTTPClient, StallTimeout: o.StallTimeout})
 }
 

@@ -280,3 +280,23 @@ func TestCheckLibc(t *testing.T) {
 		t.Error("compareVersions orders versions wrongly")
 	}
 }
+
+// TestMakefilePin: make test and make demo install the package pinned here
+// (the Makefile names it for npm pack).
+func TestMakefilePin(t *testing.T) {
+	b, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Skip("no Makefile:", err)
+	}
+	mk := string(b)
+	for _, want := range []string{
+		"RUNTIME_PKG := " + pinned[CPU].Spec() + "\n",
+		"RUNTIME_SRC_PKG := " + Source.Spec() + "\n",
+		"/tact/runtime/" + Version + "\n",
+		"/" + Source.PackName(),
+	} {
+		if !strings.Contains(mk, want) {
+			t.Errorf("the Makefile lacks %q: keep it in step with llm/llamaruntime's pin", want)
+		}
+	}
+}

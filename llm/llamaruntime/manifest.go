@@ -78,6 +78,11 @@ type Manifest struct {
 	GgmlBase string `json:"ggml_base"`
 	// Files lists every file installed (libraries and licence).
 	Files []File `json:"files"`
+	// LinkedCPU (native builds): libggml links its one CPU backend
+	// (libggml-cpu.so), so nothing is chosen when it loads; the prebuilt
+	// packages' libggml loads the best of their CPU backends
+	// (ggml_backend_load_all_from_path on the directory).
+	LinkedCPU bool `json:"linked_cpu,omitempty"`
 	// CPUFlags (native builds) are the instruction-set flags of the CPU the
 	// libraries were built for: a CPU lacking one may not run them.
 	CPUFlags []string `json:"cpu_flags,omitempty"`

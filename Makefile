@@ -61,12 +61,14 @@ $(OLLAMA): | $(DEPS_STAMP)
 # set-up promises: npm pack of the prebuilt package into a cache directory
 # (once), then tact runtime install FILE, which checks it against the sha512
 # pinned in llm/llamaruntime (a test keeps RUNTIME_PKG equal to that pin)
-# and leaves an intact runtime alone. Tests find it through
-# TACT_TEST_RUNTIME_DIR.
+# and leaves an intact runtime alone. The tests load that runtime
+# (TACT_RUNTIME_DIR, which llm/llamalib's tests read), whatever else is
+# installed.
 RUNTIME_PKG := @node-llama-cpp/linux-x64@3.22.1
 RUNTIME_SRC_PKG := node-llama-cpp@3.22.1
 RUNTIME_NPM_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tact/runtime-npm
-export TACT_TEST_RUNTIME_DIR := $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/tact/runtime/3.22.1
+RUNTIME_DIR := $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/tact/runtime/3.22.1
+test test-short gotest: export TACT_RUNTIME_DIR := $(RUNTIME_DIR)
 
 runtime: build
 	@bash scripts/install-runtime.sh bin/tact $(RUNTIME_PKG) $(RUNTIME_NPM_DIR)
@@ -91,11 +93,11 @@ test: $(DEPS_STAMP) build $(OLLAMA) runtime
 	@# llm/backends), under the race detector.
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./llm/backends/
 
-test-short: $(DEPS_STAMP)
+test-short: $(DEPS_STAMP) runtime
 	$(GO) test -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 # Run go test with the project's fixed cgo flags, without building bin/tact first.
-gotest: $(DEPS_STAMP)
+gotest: $(DEPS_STAMP) runtime
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 vet: $(DEPS_STAMP)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/llm/llamalib"
 	"github.com/tactcli/tact/llm/llamaruntime"
 )
 
@@ -142,8 +143,23 @@ func runtimeRun(ctx context.Context, o *runtimeOptions) error {
 		if libs := inUse.Manifest.CPUBackends(); len(libs) > 1 {
 			fmt.Fprintf(o.IO.ErrOut, "  CPU libraries: %d (%s); ggml picks the best this CPU runs when it loads\n", len(libs), strings.Join(trimLibs(libs), " "))
 		}
+		fmt.Fprintf(o.IO.ErrOut, "  %s\n", chosenCPU(inUse))
 	}
 	return nil
+}
+
+// chosenCPU loads the runtime as the llama backend would and says which
+// CPU library ggml chose, and its features.
+func chosenCPU(r llamaruntime.Runtime) string {
+	lib, err := llamalib.Open(r.Dir, "")
+	if err != nil {
+		return "ggml's CPU library: the runtime does not load: " + err.Error()
+	}
+	name, features := lib.CPUBackend()
+	if name == "" {
+		name = "unknown"
+	}
+	return fmt.Sprintf("ggml's CPU library: %s (%s)", name, strings.Join(features, " "))
 }
 
 // from is where a runtime came from: the npm package, or a native build.

@@ -90,7 +90,7 @@ const annPrints = "tact/prints"
 // printsOnlyCommands are the commands annPrints marks.
 var printsOnlyCommands = []string{"tact", "tact version", "tact tools", "tact mcp", "tact mcp list",
 	"tact models", "tact models list", "tact models show", "tact models catalog",
-	"tact models cache", "tact models cache list", "tact log", "tact log show"}
+	"tact models cache", "tact models cache list", "tact log", "tact log show", "tact runtime"}
 
 func markPrintsOnly(root *cobra.Command) {
 	for _, path := range printsOnlyCommands {

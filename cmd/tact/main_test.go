@@ -213,15 +213,24 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdSynthModel links a generated random-weight model into the script's
-// work directory: synthmodel tiny|small FILE. Models are generated once into
-// the user's cache directory (never committed).
+// work directory: synthmodel [ARCH-]tiny|small FILE (llama, or qwen35-tiny,
+// gemma4-small, ...). Models are generated once into the user's cache
+// directory (never committed).
 func cmdSynthModel(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: synthmodel tiny|small FILE")
+		ts.Fatalf("usage: synthmodel [ARCH-]tiny|small FILE")
 	}
-	size, err := synth.ParseSize(args[0])
+	m := synth.Model{Arch: synth.Llama}
+	name := args[0]
+	if a, z, ok := strings.Cut(name, "-"); ok {
+		arch, err := synth.ParseArch(a)
+		ts.Check(err)
+		m.Arch, name = arch, z
+	}
+	size, err := synth.ParseSize(name)
 	ts.Check(err)
-	path, err := synth.Ensure(synth.CacheDir(), size)
+	m.Size = size
+	path, err := synth.EnsureModel(synth.CacheDir(), m)
 	ts.Check(err)
 	dst := ts.MkAbs(args[1])
 	ts.Check(os.MkdirAll(filepath.Dir(dst), 0o755))

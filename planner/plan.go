@@ -305,6 +305,15 @@ func CheckStep(s *Step, reg *tools.Registry) error {
 				return fmt.Errorf("argument %q: invalid parameter name %q (want letters, digits and _, not starting with a digit)", k, expr)
 			}
 		case ArgLiteral:
+			if c, ok := t.(tools.LiteralChecker); ok {
+				handled, err := c.CheckLiteral(k, v)
+				if err != nil {
+					return fmt.Errorf("arguments for %s: %v", s.Tool, err)
+				}
+				if handled {
+					continue
+				}
+			}
 			literal[k] = v
 		}
 	}

@@ -19,7 +19,18 @@ import (
 // answerTool is final_answer with the answer schema as its answer.
 type answerTool struct {
 	tools.FinalAnswerTool
-	args json.RawMessage
+	answer json.RawMessage // the answer schema
+	args   json.RawMessage
+}
+
+// CheckLiteral checks a saved plan's literal answer when the plan is
+// read with the check the run makes of every answer (schema.CheckAnswer).
+func (t answerTool) CheckLiteral(arg string, value json.RawMessage) (bool, error) {
+	if arg != "answer" {
+		return false, nil
+	}
+	_, err := schema.CheckAnswer(t.answer, value, arg)
+	return true, err
 }
 
 func (t answerTool) Schema() json.RawMessage { return t.args }
@@ -34,7 +45,7 @@ func AnswerRegistry(reg *tools.Registry, answer json.RawMessage) *tools.Registry
 	list := reg.List()
 	for i, t := range list {
 		if t.Name() == tools.FinalAnswer {
-			list[i] = answerTool{args: schema.FinalAnswerArgs(answer)}
+			list[i] = answerTool{answer: answer, args: schema.FinalAnswerArgs(answer)}
 		}
 	}
 	return tools.NewRegistry(list...)
@@ -70,14 +81,7 @@ func (r *run) checkAnswer(raw json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, fmt.Errorf("no answer")
 	}
-	if _, err := r.answerV.ValidateJSON(raw); err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return schema.CheckAnswer(r.e.AnswerSchema, raw)
 }
 
 // answerArg is the "answer" argument of a final_answer action.

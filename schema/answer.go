@@ -69,11 +69,13 @@ func CompileAnswer(raw []byte) (json.RawMessage, error) {
 
 // FinalAnswerArgs is the arguments schema of the final_answer action when
 // the answer must follow the schema answer (a --schema): the answer is
-// that JSON value itself, not a string.
+// that JSON value itself, not a string. The answer schema is embedded as a
+// resource of its own (Embed, base AnswerBase), so its references and
+// dialect mean what they mean on its own.
 func FinalAnswerArgs(answer json.RawMessage) json.RawMessage {
 	return mustJSON(ordered{
 		{"type", "object"},
-		{"properties", ordered{{"answer", answer}}},
+		{"properties", ordered{{"answer", Embed(answer, AnswerBase)}}},
 		{"required", []string{"answer"}},
 		{"additionalProperties", false},
 	})
@@ -82,3 +84,23 @@ func FinalAnswerArgs(answer json.RawMessage) json.RawMessage {
 // FallbackAnswer is the schema of the fallback answer reply under a
 // --schema: {"answer": VALUE}.
 func FallbackAnswer(answer json.RawMessage) json.RawMessage { return FinalAnswerArgs(answer) }
+
+// CheckAnswer is the one check of an answer value against an answer
+// schema (compiled on its own, as CompileAnswer checked it): a saved
+// plan's literal answer when the plan is read, and every answer at run
+// time. It returns the value compact. at names where the value sits for
+// the error's location ("answer": "at /answer/count: ...").
+func CheckAnswer(answer json.RawMessage, value []byte, at ...string) (json.RawMessage, error) {
+	v, err := Compile(answer)
+	if err != nil {
+		return nil, fmt.Errorf("answer schema: %w", err)
+	}
+	if _, err := v.validateJSONAt(value, at); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, value); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 )
 
@@ -173,7 +174,7 @@ func Summary(maxLength int) json.RawMessage {
 // removed before the check, and the full schema is applied once they are known.
 func Partial(raw json.RawMessage) (json.RawMessage, error) {
 	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := unmarshalNumbers(raw, &m); err != nil {
 		return nil, err
 	}
 	delete(m, "required")
@@ -200,7 +201,7 @@ func Partial(raw json.RawMessage) (json.RawMessage, error) {
 // argument: it drops minLength from the top-level properties.
 func allowFill(raw json.RawMessage) json.RawMessage {
 	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
+	if unmarshalNumbers(raw, &m) != nil {
 		return raw
 	}
 	if props, ok := m["properties"].(map[string]any); ok {
@@ -211,4 +212,19 @@ func allowFill(raw json.RawMessage) json.RawMessage {
 		}
 	}
 	return mustJSON(m)
+}
+
+// unmarshalNumbers is json.Unmarshal keeping numbers as written
+// (json.Number): a schema rewritten here keeps a bound or const of more
+// than 53 bits exactly.
+func unmarshalNumbers(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the schema")
+	}
+	return nil
 }

@@ -59,6 +59,7 @@ func Compile(raw json.RawMessage) (*Validator, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
+	c.UseRegexpEngine(CompilePattern)
 	const url = "mem:///schema.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
@@ -105,7 +106,11 @@ func (v *Validator) Raw() json.RawMessage { return v.raw }
 
 // ValidateJSON parses data (exactly one JSON value) and validates it. The
 // error is one line, naming the failing location.
-func (v *Validator) ValidateJSON(data []byte) (any, error) {
+func (v *Validator) ValidateJSON(data []byte) (any, error) { return v.validateJSONAt(data, nil) }
+
+// validateJSONAt is ValidateJSON for a value that sits at the pointer
+// tokens at of a larger one: error locations start with them.
+func (v *Validator) validateJSONAt(data []byte, at []string) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var inst any
@@ -115,20 +120,22 @@ func (v *Validator) ValidateJSON(data []byte) (any, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("invalid JSON: trailing data after the first value")
 	}
-	if err := v.Validate(inst); err != nil {
+	if err := v.validateAt(inst, at); err != nil {
 		return nil, err
 	}
 	return inst, nil
 }
 
 // Validate checks an already decoded value (from encoding/json with UseNumber, or plain).
-func (v *Validator) Validate(inst any) error {
+func (v *Validator) Validate(inst any) error { return v.validateAt(inst, nil) }
+
+func (v *Validator) validateAt(inst any, at []string) error {
 	err := v.s.Validate(normalize(inst))
 	if err == nil {
 		return nil
 	}
 	if ve, ok := err.(*jsonschema.ValidationError); ok {
-		return fmt.Errorf("%s", OneLine(ve))
+		return fmt.Errorf("%s", oneLineAt(ve, at))
 	}
 	return err
 }
@@ -170,8 +177,10 @@ func normalize(v any) any {
 // branches are told apart by a const (the action schema's "tool"), only the
 // branches whose const matched are reported, so the line names the real
 // problem instead of every other tool's arguments.
-func OneLine(ve *jsonschema.ValidationError) string {
-	leaves := collect(ve)
+func OneLine(ve *jsonschema.ValidationError) string { return oneLineAt(ve, nil) }
+
+func oneLineAt(ve *jsonschema.ValidationError, at []string) string {
+	leaves := collect(ve, at)
 	sort.Strings(leaves)
 	leaves = dedupe(leaves)
 	const max = 4
@@ -181,9 +190,9 @@ func OneLine(ve *jsonschema.ValidationError) string {
 	return strings.Join(leaves, "; ")
 }
 
-func collect(e *jsonschema.ValidationError) []string {
+func collect(e *jsonschema.ValidationError, at []string) []string {
 	if len(e.Causes) == 0 {
-		loc := "/" + strings.Join(e.InstanceLocation, "/")
+		loc := "/" + strings.Join(append(append([]string(nil), at...), e.InstanceLocation...), "/")
 		return []string{fmt.Sprintf("at %s: %s", loc, strings.ReplaceAll(e.ErrorKind.LocalizedString(printer), "\n", " "))}
 	}
 	causes := e.Causes
@@ -204,14 +213,14 @@ func collect(e *jsonschema.ValidationError) []string {
 		case len(matching) == 0 && len(consts) > 0:
 			// No branch's const matched: say which values are allowed.
 			k := consts[0].ErrorKind.(*kind.Const)
-			loc := "/" + strings.Join(consts[0].InstanceLocation, "/")
+			loc := "/" + strings.Join(append(append([]string(nil), at...), consts[0].InstanceLocation...), "/")
 			sort.Strings(want)
 			return []string{fmt.Sprintf("at %s: %q is not one of %s", loc, fmt.Sprint(k.Got), strings.Join(want, ", "))}
 		}
 	}
 	var out []string
 	for _, c := range causes {
-		out = append(out, collect(c)...)
+		out = append(out, collect(c, at)...)
 	}
 	return out
 }

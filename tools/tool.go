@@ -81,6 +81,15 @@ type Describer interface {
 	Describe(env *Env, args json.RawMessage) string
 }
 
+// LiteralChecker is a tool with an argument its schema alone does not
+// check the way a run will (final_answer's answer under an answer
+// schema): a plan's literal value for it is checked by CheckLiteral when
+// the plan is read, with the check the run makes. handled false: the
+// tool's schema checks that argument.
+type LiteralChecker interface {
+	CheckLiteral(arg string, value json.RawMessage) (handled bool, err error)
+}
+
 // Registry maps tool names to tools.
 type Registry struct {
 	tools map[string]Tool

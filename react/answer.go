@@ -127,14 +127,11 @@ func (r *run) redactedAnswer(v json.RawMessage) (json.RawMessage, error) {
 	if bytes.Equal(red, v) {
 		return v, nil
 	}
-	if _, err := r.answerV.ValidateJSON(red); err != nil {
+	c, err := schema.CheckAnswer(r.e.AnswerSchema, red)
+	if err != nil {
 		return nil, fmt.Errorf("once redacted (a --redact pattern or a secret matched in it): %v", err)
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, red); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return c, nil
 }
 
 // endInvalidAnswer ends the run because no answer validates.

@@ -15,6 +15,7 @@ import (
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/tools"
 )
 
 // Job is one query (and, for a saved plan, its plan) to run on a Runtime.
@@ -55,6 +56,11 @@ type Job struct {
 	// Resume, when set, goes on with an earlier run instead of starting
 	// one (tact run --resume). Run only.
 	Resume *Resume
+	// Gate, when set, approves the job's write and exec actions instead of
+	// the runtime's gate (tact mcp serve: the calling session's, made with
+	// Runtime.NewGate, so its questions go to that client and wait on no
+	// other session's).
+	Gate tools.Gate
 }
 
 // Resume is an earlier run to go on with (see Job.Resume).
@@ -251,7 +257,7 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 			DryRun: s.DryRun, ContextSize: s.CtxSize, CompactAt: float64(s.CompactAt), KeepSteps: s.KeepSteps,
 			AnswerSchema: l.answer, ProjectInstructions: rt.projectInstructions(s).Text, Files: l.files,
 		},
-		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: rt.gate, Events: l.sink, Redact: rt.Redactor.Redact,
+		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: l.gate(), Events: l.sink, Redact: rt.Redactor.Redact,
 		Sampling: Sampling(s), MaxTokens: s.MaxTokens, Log: slog.Default(), SpentUsage: spent,
 		Conversation: l.earlier,
 	}
@@ -381,6 +387,15 @@ type life struct {
 	// paramNames makes the job's plan a template (Job.ParamNames).
 	paramNames []string
 	answer     json.RawMessage // the job's --schema (nil: none)
+	jobGate    tools.Gate      // Job.Gate (nil: the runtime's)
+}
+
+// gate is the job's gate: Job.Gate, else the runtime's.
+func (l *life) gate() tools.Gate {
+	if l.jobGate != nil {
+		return l.jobGate
+	}
+	return l.rt.gate
 }
 
 func (rt *Runtime) newLife(job Job) *life {
@@ -392,7 +407,7 @@ func (rt *Runtime) newLife(job Job) *life {
 	if job.Settings != nil {
 		s = job.Settings
 	}
-	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}, files: job.Files}
+	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}, files: job.Files, jobGate: job.Gate}
 	if job.Conversation != nil {
 		l.turn, l.convID, l.earlier = job.Conversation.next()
 	}

@@ -85,8 +85,10 @@ type Runtime struct {
 	noModel   *noModel // nil: jobs can call a model
 	mcp       *mcp.Manager
 	closers   []io.Closer
-	hist      *history.Store // nil: runs are not recorded
-	hooks     *hooks.Config  // the user's hooks file (nil: none)
+	hist      *history.Store  // nil: runs are not recorded
+	hooks     *hooks.Config   // the user's hooks file (nil: none)
+	policy    *policy.Policy  // the policy file as Open read it
+	approver  policy.Approver // --approve-cmd (nil: none)
 	// instructions are the workspace's AGENTS.md files (read when
 	// S.ProjectInstructions is on), put in every job's system prompt.
 	instructions instructions.Instructions
@@ -193,13 +195,12 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 	if m, ok := rt.Backend.(llm.ModelLess); ok {
 		rt.noModel = &noModel{Why: m.NoModel()}
 	}
-	var approver policy.Approver
+	rt.policy = pol
 	if s.ApproveCmd != "" {
-		approver = policy.NewCommandApprover(policy.CommandApproverOptions{Command: s.ApproveCmd, Timeout: s.ApproveTimeout,
+		rt.approver = policy.NewCommandApprover(policy.CommandApproverOptions{Command: s.ApproveCmd, Timeout: s.ApproveTimeout,
 			Dir: rt.Env.Workspace, Log: slog.Default()})
 	}
-	rt.gate = policy.NewGate(policy.GateOptions{Policy: pol, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
-		DryRun: s.DryRun, Prompter: opts.Prompter, Approver: approver, Redactor: rt.Redactor, Log: slog.Default()})
+	rt.gate = rt.NewGate(opts.Prompter)
 	plannerTools := s.AllowTools
 	if len(plannerTools) == 0 {
 		plannerTools = rt.Registry.Names()

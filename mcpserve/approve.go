@@ -46,10 +46,13 @@ func (p elicitPrompter) Ask(ctx context.Context, summary string, options []strin
 	for _, o := range options {
 		w, _, _ := strings.Cut(o, " ")
 		words = append(words, w)
-		titles = append(titles, o)
+		titles = append(titles, policy.SanitizeTerminal(o))
 	}
 	res, err := p.ss.Elicit(ctx, &sdk.ElicitParams{
-		Message: summary,
+		// The client may show it on a terminal or a page: control and
+		// bidi characters (a file name that reorders the command shown)
+		// as \uXXXX, as the terminal's question shows them.
+		Message: policy.SanitizeTerminal(summary),
 		RequestedSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{

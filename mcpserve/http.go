@@ -1,10 +1,13 @@
 package mcpserve
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,9 +30,10 @@ type HTTPOptions struct {
 }
 
 // Handler serves the streamable HTTP transport, each session with its own
-// state. As tact serve does, it answers programs, not web pages: a request
-// with an Origin or a cross-site Sec-Fetch-Site is refused, and without a
-// token so is a Host that is not loopback (DNS rebinding).
+// state. It answers programs, not web pages: a request with an Origin
+// other than this machine's loopback, or a cross-site Sec-Fetch-Site, is
+// refused, and without a token so is a Host that is not loopback (DNS
+// rebinding).
 func (s *Server) Handler(o HTTPOptions) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk },
 		&sdk.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout})
@@ -56,6 +60,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if g.o.MaxSessions > 0 && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		// The body is read whole, within a deadline, before the lock: a
+		// client that sends headers and half a body must not hold every
+		// other client's initialize.
+		if !readBody(w, r) {
+			return
+		}
 		g.newSession.Lock()
 		defer g.newSession.Unlock()
 		open := 0
@@ -71,6 +81,34 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
+const (
+	// bodyReadTimeout bounds reading a new session's request body.
+	bodyReadTimeout = 10 * time.Second
+	// maxNewSessionBody bounds a request that opens a session (an
+	// initialize, a few hundred bytes).
+	maxNewSessionBody = 1 << 20
+)
+
+// readBody reads r's body within bodyReadTimeout and at most
+// maxNewSessionBody, and puts it back as a buffer; false: it failed and
+// the answer was written.
+func readBody(w http.ResponseWriter, r *http.Request) bool {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxNewSessionBody+1))
+	_ = rc.SetReadDeadline(time.Time{})
+	switch {
+	case err != nil:
+		http.Error(w, "tact mcp serve: reading the request body: "+err.Error(), http.StatusRequestTimeout)
+		return false
+	case len(body) > maxNewSessionBody:
+		http.Error(w, "tact mcp serve: a request opening a session takes at most 1 MiB", http.StatusRequestEntityTooLarge)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
+
 func authorized(r *http.Request, token string) bool {
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
@@ -80,12 +118,19 @@ func authorized(r *http.Request, token string) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[len(prefix):])), []byte(token)) == 1
 }
 
-// foreign says why r may come from a web page (server.Server's check: a
-// page can reach a loopback port, and with DNS rebinding even be
-// same-origin with it), or "".
+// foreign says why r may come from a web page (a page can reach a
+// loopback port, and with DNS rebinding even be same-origin with it), or
+// "". As the MCP specification asks (and its conformance suite's
+// dns-rebinding-protection checks), an Origin of this machine's loopback
+// (http://localhost, 127.0.0.1 or [::1], any port) is accepted, every
+// other Origin refused; without an Origin, a cross-site Sec-Fetch-Site is
+// refused.
 func (g *guard) foreign(r *http.Request) string {
-	const why = "tact mcp serve answers MCP clients, not web pages, so that a page open in a browser cannot use its tools"
+	const why = "tact mcp serve answers MCP clients and pages of this machine's loopback, not other web pages, so that a page open in a browser cannot use its tools"
 	if o := r.Header.Values("Origin"); len(o) > 0 {
+		if len(o) == 1 && loopbackOrigin(o[0]) {
+			return ""
+		}
 		return fmt.Sprintf("request from a web page (Origin %q): %s", text.Clip(o[0], 100), why)
 	}
 	if sf := r.Header.Get("Sec-Fetch-Site"); sf != "" && !strings.EqualFold(sf, "none") {
@@ -98,18 +143,32 @@ func (g *guard) foreign(r *http.Request) string {
 }
 
 // loopbackHost reports whether a Host (with or without a port) names this
-// machine's loopback: localhost, names under .localhost, 127.0.0.0/8, ::1.
+// machine's loopback: the name localhost or a literal address in
+// 127.0.0.0/8 or ::1. Nothing else is judged by its spelling: a name
+// "under .localhost" may resolve (through /etc/hosts) to a LAN address,
+// where tact would then listen without a token.
 func loopbackHost(h string) bool {
 	if host, _, err := net.SplitHostPort(h); err == nil {
 		h = host
 	}
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	lh := strings.ToLower(strings.TrimSuffix(h, "."))
-	if lh == "localhost" || strings.HasSuffix(lh, ".localhost") {
+	if strings.EqualFold(strings.TrimSuffix(h, "."), "localhost") {
 		return true
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackOrigin reports whether an Origin header is a page of this
+// machine's loopback: http or https, host localhost, 127.0.0.0/8 or [::1],
+// any port, nothing more.
+func loopbackOrigin(o string) bool {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return false
+	}
+	return loopbackHost(u.Host)
 }
 
 // CheckAddr refuses to listen beyond loopback without a token: anyone who

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/schema"
@@ -146,11 +148,18 @@ func (s *Server) readPlan(path string) ([]byte, error) {
 		return nil, fmt.Errorf("path: %v", err)
 	}
 	defer root.Close()
-	f, err := root.Open(filepath.ToSlash(s.rt.Env.Rel(real)))
+	// Non-blocking, and only a regular file: a FIFO must not hang the
+	// call (opening one waits for a writer), a device is never read.
+	f, err := root.OpenFile(filepath.ToSlash(s.rt.Env.Rel(real)), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("path %q: %v", path, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("path %q: %v", path, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("path %q: is %s, not a regular file", path, filekind.Name(st.Mode()))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("path %q: %v", path, err)
@@ -170,6 +179,9 @@ func (s *Server) runHandler(decode func(json.RawMessage) (agent.Job, error)) sdk
 		}
 		job.ID = react.NewRunID()
 		job.Events = s.progress(ctx, req)
+		// The session's gate: its questions go to this client and wait on
+		// no other session's; --approve-cmd and the policy apply as ever.
+		job.Gate = s.session(req.Session).gate
 		if s.runs != nil {
 			select {
 			case s.runs <- struct{}{}:

@@ -24,9 +24,6 @@ import (
 
 // Config is what New needs besides the runtime.
 type Config struct {
-	// Policy is the loaded policy file (nil: no rules); each session's
-	// gate starts from it.
-	Policy *policy.Policy
 	// Version is sent in the initialize handshake.
 	Version string
 	// Log receives warnings (nil: slog.Default()).
@@ -47,8 +44,10 @@ type Server struct {
 	sessions map[*sdk.ServerSession]*session
 }
 
-// session is one client's state: its approval gate, whose "always"
-// answers last as long as the session.
+// session is one client's state: its approval gate (the runtime's policy,
+// --yes and --approve-cmd, asking this client), whose "always" answers last
+// as long as the session and whose questions wait on no other session's.
+// Its direct calls and its tact_run and tact_exec runs share it.
 type session struct {
 	gate tools.Gate
 }
@@ -146,9 +145,7 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 	if canElicit(ss) && !s.rt.S.NoInput {
 		prompter = elicitPrompter{ss}
 	}
-	st := &session{gate: policy.NewGate(policy.GateOptions{Policy: s.cfg.Policy, PolicyPath: s.rt.S.PolicyPath(),
-		Yes: s.rt.S.Yes, ReadOnly: s.rt.S.ReadOnly, DryRun: s.rt.S.DryRun, Prompter: prompter,
-		Redactor: s.rt.Redactor, Log: s.log})}
+	st := &session{gate: s.rt.NewGate(prompter)}
 	s.sessions[ss] = st
 	go func() {
 		_ = ss.Wait()
@@ -159,30 +156,32 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 	return st
 }
 
-// toolHandler calls t as a run's step does: write and exec calls through
-// the session's gate, then the tool in the runtime's Env; what comes back
-// is cut to the observation limit (never inside a secret) and redacted.
+// toolHandler calls t as a run's step does (agent.Runtime.CallTool): the
+// user's PreToolUse hooks, write and exec calls through the session's gate
+// (with --approve-cmd, which a client answering its own elicitation cannot
+// get round), the tool in the runtime's Env, the PostToolUse hooks; what
+// comes back is cut to the observation limit (never inside a secret) and
+// redacted.
 func (s *Server) toolHandler(t tools.Tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		args := json.RawMessage(req.Params.Arguments)
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		if t.Class() != tools.ClassRead {
-			v := s.session(req.Session).gate.Check(withSession(ctx, req.Session), s.rt.Env, []tools.Call{{Tool: t, Args: args}})[0]
-			if !v.Allowed {
-				reason := v.Reason
-				if !strings.HasPrefix(reason, "denied by") && !strings.HasPrefix(reason, "dry run") {
-					reason = "denied by policy: " + reason
-				}
-				return s.textResult(reason, !strings.HasPrefix(reason, "dry run")), nil
-			}
-		}
-		res := t.Run(ctx, s.rt.Env, args)
-		if ctx.Err() != nil {
+		out := s.rt.CallTool(withSession(ctx, req.Session), agent.ToolCall{Tool: t, Args: args, Gate: s.session(req.Session).gate})
+		switch {
+		case out.DryRun:
+			return s.textResult(out.Result.Output, false), nil
+		case !out.Ran:
+			return s.textResult(out.Result.Err.Error(), true), nil
+		case ctx.Err() != nil:
 			return s.textResult("interrupted: "+ctx.Err().Error(), true), nil
 		}
-		return s.textResult(s.observation(res), res.Failed()), nil
+		text := s.observation(out.Result)
+		if out.Context != "" {
+			text += "\nContext from the user's hooks:\n" + out.Context
+		}
+		return s.textResult(text, out.Result.Failed()), nil
 	}
 }
 

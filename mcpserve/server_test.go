@@ -19,7 +19,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/sandbox"
 )
 
@@ -60,11 +59,7 @@ func newFixture(t *testing.T, edit func(s *config.Settings)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close() })
-	pol, err := policy.LoadPolicy(s.PolicyPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{t: t, ws: ws, rt: rt, srv: New(rt, Config{Policy: pol, Version: "test"})}
+	return &fixture{t: t, ws: ws, rt: rt, srv: New(rt, Config{Version: "test"})}
 }
 
 // connect starts a session over in-memory transports; opts may add the

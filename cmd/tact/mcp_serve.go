@@ -19,7 +19,6 @@ import (
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/buildinfo"
 	"github.com/tactcli/tact/mcpserve"
-	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/redact"
 )
 
@@ -111,11 +110,7 @@ func mcpServeRun(ctx context.Context, o *mcpServeOptions) error {
 	if err != nil {
 		return err
 	}
-	pol, err := policy.LoadPolicy(s.PolicyPath())
-	if err != nil {
-		return badInput(err)
-	}
-	srv := mcpserve.New(rt, mcpserve.Config{Policy: pol, Version: buildinfo.Version, Log: slog.Default()})
+	srv := mcpserve.New(rt, mcpserve.Config{Version: buildinfo.Version, Log: slog.Default()})
 	if ln == nil {
 		// stdout is the protocol's: nothing else may be written to it.
 		err := srv.SDK().Run(ctx, &sdk.StdioTransport{})
@@ -166,20 +161,42 @@ func printMCPConfig(o *mcpServeOptions) error {
 	if err != nil {
 		return badInputf("--workspace: %v", err)
 	}
-	args := []string{"mcp", "serve", "--workspace", ws}
-	args = append(args, mcpServeArgs(rawServeArgs(os.Args))...)
-	red, err := redact.NewRedactor(os.Environ(), o.S.Redact)
+	// The --env and TACT_ENV pairs are secrets too when their names say so
+	// (GITHUB_TOKEN=...), as the runtime's redactor counts them.
+	environ := append(os.Environ(), o.S.Env...)
+	environ = append(environ, strings.Split(os.Getenv("TACT_ENV"), "\n")...) // --env replaces it in o.S.Env
+	red, err := redact.NewRedactor(environ, o.S.Redact)
 	if err != nil {
 		return badInputf("--redact: %v", err)
+	}
+	args := []string{"mcp", "serve", "--workspace", ws}
+	var left []string
+	for _, a := range mcpServeArgs(rawServeArgs(os.Args)) {
+		if red.Redact(a) != a {
+			if n := len(args); n > 0 && (args[n-1] == "--env" || args[n-1] == "--redact") {
+				args = args[:n-1]
+			}
+			left = append(left, "an argument holding a secret")
+			continue
+		}
+		args = append(args, a)
 	}
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		// The token's variable is the client's to set, never printed.
-		if !strings.HasPrefix(k, "TACT_") || k == o.S.TokenEnv || red.Redact(v) != v || red.Redact(kv) != kv {
+		if !strings.HasPrefix(k, "TACT_") {
+			continue
+		}
+		// The token's variable is the client's to set, never printed, and
+		// so is any other holding a secret.
+		if k == o.S.TokenEnv || red.Redact(v) != v || red.Redact(kv) != kv {
+			left = append(left, k)
 			continue
 		}
 		env[k] = v
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(o.IO.ErrOut, "tact mcp serve --print-config: left out (they hold secrets; give them to the client yourself): %s\n", strings.Join(left, ", "))
 	}
 	entry := map[string]any{"command": exe, "args": args}
 	if len(env) > 0 {

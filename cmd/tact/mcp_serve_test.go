@@ -153,8 +153,11 @@ func TestMCPServeHTTPBeyondLoopbackNeedsToken(t *testing.T) {
 
 func TestMCPServePrintConfig(t *testing.T) {
 	c := newMCPServeCase(t)
-	cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--no-network", "--print-config")
-	cmd.Env = append(c.env, "TACT_TOOL_TIMEOUT=30s", "TACT_API_TOKEN="+mcpServeSecret)
+	// TACT_ENV and --env pairs whose names say secret are secrets too.
+	cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--no-network", "--env", "GITHUB_TOKEN=ghp_flagsecret123", "--print-config")
+	cmd.Env = append(c.env, "TACT_TOOL_TIMEOUT=30s", "TACT_API_TOKEN="+mcpServeSecret, "TACT_ENV=GITHUB_TOKEN=ghp_envsecret456")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +176,12 @@ func TestMCPServePrintConfig(t *testing.T) {
 	if !filepath.IsAbs(e.Command) || strings.Join(e.Args, " ") != "mcp serve --workspace "+c.ws+" --no-network" {
 		t.Errorf("entry %+v", e)
 	}
-	if e.Env["TACT_TOOL_TIMEOUT"] != "30s" || strings.Contains(string(out), mcpServeSecret) {
-		t.Errorf("env %v: want TACT_TOOL_TIMEOUT and no secret", e.Env)
+	if e.Env["TACT_TOOL_TIMEOUT"] != "30s" || strings.Contains(string(out), mcpServeSecret) ||
+		strings.Contains(string(out), "ghp_") || strings.Contains(stderr.String(), "ghp_") {
+		t.Errorf("env %v: want TACT_TOOL_TIMEOUT and no secret in %s", e.Env, out)
+	}
+	if !strings.Contains(stderr.String(), "TACT_ENV") {
+		t.Errorf("stderr %q: want a note naming TACT_ENV", stderr.String())
 	}
 }
 

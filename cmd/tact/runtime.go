@@ -143,23 +143,37 @@ func runtimeRun(ctx context.Context, o *runtimeOptions) error {
 		if libs := inUse.Manifest.CPUBackends(); len(libs) > 1 {
 			fmt.Fprintf(o.IO.ErrOut, "  CPU libraries: %d (%s); ggml picks the best this CPU runs when it loads\n", len(libs), strings.Join(trimLibs(libs), " "))
 		}
-		fmt.Fprintf(o.IO.ErrOut, "  %s\n", chosenCPU(inUse))
+		for _, line := range loadedBackends(inUse) {
+			fmt.Fprintf(o.IO.ErrOut, "  %s\n", line)
+		}
 	}
 	return nil
 }
 
-// chosenCPU loads the runtime as the llama backend would and says which
-// CPU library ggml chose, and its features.
-func chosenCPU(r llamaruntime.Runtime) string {
+// loadedBackends loads the runtime as the llama backend would and says
+// which CPU library ggml chose (and its features) and which GPUs it found.
+func loadedBackends(r llamaruntime.Runtime) []string {
 	lib, err := llamalib.Open(r.Dir, "")
 	if err != nil {
-		return "ggml's CPU library: the runtime does not load: " + err.Error()
+		return []string{"ggml's CPU library: the runtime does not load: " + err.Error()}
 	}
 	name, features := lib.CPUBackend()
 	if name == "" {
 		name = "unknown"
 	}
-	return fmt.Sprintf("ggml's CPU library: %s (%s)", name, strings.Join(features, " "))
+	lines := []string{fmt.Sprintf("ggml's CPU library: %s (%s)", name, strings.Join(features, " "))}
+	var gpus []string
+	for _, d := range lib.GPUs() {
+		gpus = append(gpus, d.Name+" ("+d.Description+")")
+	}
+	switch {
+	case len(gpus) > 0:
+		lines = append(lines, "GPUs: "+strings.Join(gpus, ", "))
+	case r.Manifest.Variant == llamaruntime.CUDA:
+		lines = append(lines, fmt.Sprintf("GPUs: none: ggml did not load the CUDA backend, which needs an NVIDIA GPU and driver and libcudart.so.13 and libcublas.so.13 where the loader finds them (ldd %s shows what is missing)",
+			r.Path("libggml-cuda.so")))
+	}
+	return lines
 }
 
 // from is where a runtime came from: the npm package, or a native build.

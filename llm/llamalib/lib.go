@@ -148,14 +148,15 @@ func open(dir, want string) (*Lib, error) {
 	return l, nil
 }
 
-// findLib finds stem.so in dir, or the one versioned stem.v*.so (how the
-// prebuilt packages name libggml and libllama).
+// findLib finds stem.so in dir, or the one suffixed stem.*.so (how the
+// prebuilt packages name libggml and libllama: libllama.v0.5.0.so, and
+// libllama.cuda.v0.5.0.so in the CUDA package).
 func findLib(dir, stem string) (string, error) {
 	plain := filepath.Join(dir, stem+".so")
 	if _, err := os.Stat(plain); err == nil {
 		return plain, nil
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, stem+".v*.so"))
+	matches, _ := filepath.Glob(filepath.Join(dir, stem+".*.so"))
 	switch len(matches) {
 	case 0:
 		return "", fmt.Errorf("%w: %s has no %s.so", ErrNotInstalled, dir, stem)

@@ -399,3 +399,27 @@ func BenchmarkTokenToPiece(b *testing.B) {
 		_ = m.TokenToPiece(int32(i%m.NVocab()), true)
 	}
 }
+
+// findLib takes the names of every prebuilt package: the CPU one's
+// libllama.v0.5.0.so, the CUDA one's libllama.cuda.v0.5.0.so, and a native
+// build's, without mistaking libggml-base.so for libggml.
+func TestFindLib(t *testing.T) {
+	for _, names := range [][]string{
+		{"libggml-base.so", "libggml.v0.5.0.so", "libllama.v0.5.0.so"},
+		{"libggml-base.so", "libggml.cuda.v0.5.0.so", "libllama.cuda.v0.5.0.so", "libggml-cuda.so"},
+		{"libggml-base.so", "libggml.so", "libllama.so"},
+	} {
+		dir := t.TempDir()
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, stem := range []string{"libggml-base", "libggml", "libllama"} {
+			got, err := findLib(dir, stem)
+			if err != nil || got != filepath.Join(dir, names[i]) {
+				t.Errorf("findLib(%v, %s) = %s, %v; want %s", names, stem, got, err, names[i])
+			}
+		}
+	}
+}

@@ -25,12 +25,16 @@ func referable(obs string) bool {
 	return obs != "" && !cutMarker.MatchString(obs) && !strings.Contains(obs, redact.Redacted)
 }
 
-// linkArgs replaces each top-level string argument equal to an earlier
-// kept step's output, or to one line of it, by a $jq reference to it;
-// outputs are the earlier kept steps' observations, in order (the run
-// state's steps when the plan runs). The most recent output wins.
-func linkArgs(args map[string]json.RawMessage, outputs []string) {
+// linkArgs replaces each top-level string argument that may be linked
+// and equals an earlier kept step's output, or one line of it, by a $jq
+// reference to it; outputs are the earlier kept steps' observations, in
+// order (the run state's steps when the plan runs). The most recent output
+// wins.
+func linkArgs(args map[string]json.RawMessage, outputs []string, may func(arg string) bool) {
 	for k, v := range args {
+		if !may(k) {
+			continue
+		}
 		var s string
 		if json.Unmarshal(v, &s) != nil || len(s) < minRefBytes || strings.TrimSpace(s) == "" {
 			continue

@@ -2,10 +2,13 @@
 // --from RUN`): the run's successful tool calls become plan steps with
 // their literal arguments and thoughts, and a final_answer step ends it.
 //
-// Where an argument of a kept step repeats an earlier kept step's output,
-// or one line of it, it becomes a {"$jq": ...} reference to that output, so
-// replaying the plan passes values between steps as the model did, and a
-// changed output (another file name, another commit) flows through.
+// Where a data argument of a kept step repeats an earlier kept step's
+// output, or one line of it, it becomes a {"$jq": ...} reference to that
+// output, so replaying the plan passes values between steps as the model
+// did, and a changed output (another file name, another commit) flows
+// through. A command, a working directory, a path written to, and any
+// argument of an exec or MCP tool are never linked (Options.LinkOutputs
+// asks for it): an output must not decide what the replay runs.
 //
 // Only the trace is available, so everything is built from what the model
 // saw: thoughts, arguments and observations are redacted, and observations
@@ -49,6 +52,14 @@ type Options struct {
 	// (an MCP tool SERVER.TOOL) is kept unchecked; parsing the plan with a
 	// registry that has it is the caller's concern.
 	Registry *tools.Registry
+	// LinkOutputs links every argument to the earlier output it repeats,
+	// commands and written paths too (tact plan --link-outputs). Without
+	// it only data is linked: an earlier output (a file the run read, a
+	// web page, a command's output) never becomes a command, a working
+	// directory, a path written to, or an argument of a tool whose
+	// arguments tact cannot tell apart (exec tools, MCP tools): replaying
+	// the plan would run whatever the output says the next time.
+	LinkOutputs bool
 }
 
 // Omitted is a recorded step that is not in the plan, and why.
@@ -103,7 +114,7 @@ func Build(query string, steps []react.StepTrace, o Options) (*planner.Plan, []O
 			omitted = append(omitted, Omitted{Iteration: st.Iteration, Tool: st.Action.Tool, Why: why})
 			continue
 		}
-		linkArgs(s.Args, outputs)
+		linkArgs(s.Args, outputs, linkable(s.Tool, reg, o.LinkOutputs))
 		kept = append(kept, s)
 		outputs = append(outputs, st.Observation)
 	}
@@ -118,6 +129,26 @@ func Build(query string, steps []react.StepTrace, o Options) (*planner.Plan, []O
 		source += " " + o.RunID
 	}
 	return &planner.Plan{Header: h, Steps: append(kept, answer), Source: source}, omitted, nil
+}
+
+// linkable says which arguments of tool may become references to earlier
+// outputs: all with all; else a read tool's, a built-in write tool's but
+// its path, and none of an exec tool's or a tool the registry lacks.
+func linkable(tool string, reg *tools.Registry, all bool) func(arg string) bool {
+	t, known := reg.Get(tool)
+	switch {
+	case all:
+		return func(string) bool { return true }
+	case !known:
+		return func(string) bool { return false }
+	}
+	switch t.Class() {
+	case tools.ClassRead:
+		return func(string) bool { return true }
+	case tools.ClassWrite:
+		return func(arg string) bool { return arg != "path" }
+	}
+	return func(string) bool { return false }
 }
 
 // answerStep is the plan's final step, checked as planner.Parse checks a

@@ -304,3 +304,50 @@ func sameJSON(t *testing.T, a, b any) bool {
 	}
 	return reflect.DeepEqual(norm(a), norm(b))
 }
+
+// plan --from never makes a command, a working directory or a written
+// path out of an earlier output (issue 36 item 2): a run that read
+// TODO.txt and then ran a line of it would otherwise be saved as "run
+// whatever TODO.txt says". Data arguments are linked; Options.LinkOutputs
+// links everything, as asked.
+func TestBuildNeverLinksCommands(t *testing.T) {
+	todo := ok("read_file", `{"path":"TODO.txt"}`, "ls -la\nsrc\nout/a.txt\nhello world\n")
+	cases := []struct {
+		name       string
+		step       react.StepTrace
+		want, link string // the step's args as written, without and with LinkOutputs
+	}{
+		{"command", ok("run_command", `{"command":"ls -la"}`, "x"),
+			`{"command":"ls -la"}`, `{"command":{"$jq":".steps[0].output | split(\"\\n\") | .[0]"}}`},
+		{"working dir", ok("run_command", `{"command":"make","working_dir":"src"}`, "x"),
+			`{"command":"make","working_dir":"src"}`, `{"command":"make","working_dir":{"$jq":".steps[0].output | split(\"\\n\") | .[1]"}}`},
+		{"written path, data content", ok("write_file", `{"path":"out/a.txt","content":"hello world"}`, "ok"),
+			`{"content":{"$jq":".steps[0].output | split(\"\\n\") | .[3]"},"path":"out/a.txt"}`,
+			`{"content":{"$jq":".steps[0].output | split(\"\\n\") | .[3]"},"path":{"$jq":".steps[0].output | split(\"\\n\") | .[2]"}}`},
+		{"edited path", ok("edit_file", `{"path":"out/a.txt","old_string":"x","new_string":"hello world"}`, "ok"),
+			`{"new_string":{"$jq":".steps[0].output | split(\"\\n\") | .[3]"},"old_string":"x","path":"out/a.txt"}`,
+			`{"new_string":{"$jq":".steps[0].output | split(\"\\n\") | .[3]"},"old_string":"x","path":{"$jq":".steps[0].output | split(\"\\n\") | .[2]"}}`},
+		{"an MCP tool's arguments", ok("shell.run", `{"cmd":"ls -la"}`, "x"),
+			`{"cmd":"ls -la"}`, `{"cmd":{"$jq":".steps[0].output | split(\"\\n\") | .[0]"}}`},
+		{"a read's path is data", ok("read_file", `{"path":"out/a.txt"}`, "x"),
+			`{"path":{"$jq":".steps[0].output | split(\"\\n\") | .[2]"}}`, `{"path":{"$jq":".steps[0].output | split(\"\\n\") | .[2]"}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, link := range []bool{false, true} {
+				p, _, err := Build("q", numbered(todo, c.step), Options{LinkOutputs: link})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := json.Marshal(p.Steps[1].Args)
+				want := c.want
+				if link {
+					want = c.link
+				}
+				if string(got) != want {
+					t.Errorf("LinkOutputs %v: args = %s\nwant %s", link, got, want)
+				}
+			}
+		})
+	}
+}

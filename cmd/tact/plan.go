@@ -30,6 +30,9 @@ type planOptions struct {
 	// the plan of instead of planning; AnswerJQ its final answer's $jq.
 	From     string
 	AnswerJQ string
+	// LinkOutputs (--link-outputs) lets --from link commands and written
+	// paths to earlier outputs too.
+	LinkOutputs bool
 	// ParamNames (--param-name) make the plan a template with these
 	// parameters.
 	ParamNames []string
@@ -45,7 +48,8 @@ func newPlanCmd(f *factory, runF func(context.Context, *planOptions) error) *cob
 		Long: "Plan the query and print the plan as JSONL: a header row, then one row a step, to\nreview, edit and run later with `tact exec`. --json prints one object instead,\n{\"plan\": [rows], \"token_usage\": {...}}. The query is the joined arguments, or\nstandard input when there are none (or \"-\").\n\n" +
 			"--from RUN makes the plan of a recorded run instead (an id, a unique id prefix, or\n" +
 			"\"last\"; see tact log), with no model: its successful tool calls with their arguments,\n" +
-			"an argument that repeats an earlier step's output as a $jq reference to it, and a\n" +
+			"a data argument that repeats an earlier step's output as a $jq reference to it (never\n" +
+			"a command, working directory or written path, unless --link-outputs), and a\n" +
 			"final_answer step (its answer --answer-jq's expression, else \"\" for the model to fill\n" +
 			"in when the plan runs). Each step left out is named on stderr.",
 		RunE: func(c *cobra.Command, args []string) error {
@@ -65,6 +69,7 @@ func newPlanCmd(f *factory, runF func(context.Context, *planOptions) error) *cob
 	addModelFlags(fl, s)
 	fl.StringVar(&o.From, "from", "", "make the plan of recorded run `RUN` (id, unique prefix or last) instead of planning; no model")
 	fl.StringVar(&o.AnswerJQ, "answer-jq", "", "with --from: the final answer's $jq `EXPR` over the run state (e.g. .steps[-1].output)")
+	fl.BoolVar(&o.LinkOutputs, "link-outputs", false, "with --from: also make commands, working directories and written paths references to the earlier output they repeat (the replay then runs what that output says)")
 	addFileFlag(fl, &o.Files)
 	fl.StringArrayVar(&o.ParamNames, "param-name", nil, "make the plan a template with parameter `NAME`: the planner writes {\"$param\": NAME} where its value belongs, tact exec --param NAME=VALUE gives it; repeatable")
 	return cmd
@@ -79,6 +84,9 @@ func planRun(ctx context.Context, o *planOptions) error {
 	}
 	if o.AnswerJQ != "" {
 		return badInputf("--answer-jq needs --from RUN")
+	}
+	if o.LinkOutputs {
+		return badInputf("--link-outputs needs --from RUN")
 	}
 	for _, n := range o.ParamNames {
 		if !planner.ValidParamName(n) {
@@ -147,7 +155,7 @@ func planFromRun(ctx context.Context, o *planOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, omitted, err := runplan.Build(rec.Query, res.Trace.Steps, runplan.Options{RunID: rec.ID, AnswerJQ: o.AnswerJQ, Registry: tools.DefaultRegistry()})
+	plan, omitted, err := runplan.Build(rec.Query, res.Trace.Steps, runplan.Options{RunID: rec.ID, AnswerJQ: o.AnswerJQ, Registry: tools.DefaultRegistry(), LinkOutputs: o.LinkOutputs})
 	if err != nil {
 		return badInputf("--answer-jq: %v", err)
 	}

@@ -56,9 +56,8 @@ type entry struct {
 	linkname string
 }
 
-// craft writes a gzip tarball of entries and returns its path.
-func craft(t *testing.T, entries []entry) string {
-	t.Helper()
+// tarball is a gzip tarball of entries.
+func tarball(entries []entry) ([]byte, error) {
 	var buf bytes.Buffer
 	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	tw := tar.NewWriter(gz)
@@ -72,22 +71,32 @@ func craft(t *testing.T, entries []entry) string {
 			h.Size = 0
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if typ == tar.TypeReg {
 			if _, err := tw.Write(e.body); err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 		}
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// craft writes a gzip tarball of entries and returns its path.
+func craft(t *testing.T, entries []entry) string {
+	t.Helper()
+	b, err := tarball(entries)
+	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "crafted.tgz")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

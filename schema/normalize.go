@@ -90,13 +90,22 @@ const (
 
 // Normalize makes a schema (one the validator accepts) fit for building a
 // grammar; see Normalized.
-func Normalize(raw json.RawMessage) (*Normalized, error) { return normalizeSchema(raw, false) }
+func Normalize(raw json.RawMessage) (*Normalized, error) { return normalizeSchema(raw, false, false) }
 
 // NormalizeArgs is Normalize for a tool's arguments schema: the result
 // describes a JSON object whatever the original says at its top.
-func NormalizeArgs(raw json.RawMessage) (*Normalized, error) { return normalizeSchema(raw, true) }
+func NormalizeArgs(raw json.RawMessage) (*Normalized, error) { return normalizeSchema(raw, true, false) }
 
-func normalizeSchema(raw json.RawMessage, args bool) (*Normalized, error) {
+// Simplify is Normalize for tact's own grammar converter (package
+// grammar), which expresses more than llama.cpp's: the result keeps
+// "pattern", "prefixItems", every "format", enum and const values as
+// written and property names of any spelling, and a recursive $ref
+// becomes a reference into the result's own "$defs" ("#/$defs/rN": the
+// result is never embedded in another schema) instead of "any value" past
+// a few levels. Loosened names only what the result leaves out.
+func Simplify(raw json.RawMessage) (*Normalized, error) { return normalizeSchema(raw, false, true) }
+
+func normalizeSchema(raw json.RawMessage, args, full bool) (*Normalized, error) {
 	doc, objects, err := decodeOrdered(raw, maxNormalizeDepth)
 	if err != nil {
 		return nil, err
@@ -108,12 +117,20 @@ func normalizeSchema(raw json.RawMessage, args bool) (*Normalized, error) {
 		loosened:  map[string]bool{},
 		budget:    objects + maxExpansion,
 		outCap:    objects + maxExpansion,
+		full:      full,
+		defs:      map[*object]*recDef{},
 	}
 	n.index(doc, root)
 	if o, ok := doc.(*object); ok {
 		n.stack = append(n.stack, o)
 	}
 	x := n.walk(doc, root, 0)
+	if o, ok := doc.(*object); ok {
+		if d := n.defs[o]; d != nil && d.body == nil {
+			d.body = x // the root recurs ({"$ref": "#"})
+			x = recNorm(d)
+		}
+	}
 	if n.err != nil {
 		// A reference the validator resolves but this walk does not is
 		// loosened (every schema the validator takes yields a grammar);
@@ -132,6 +149,7 @@ func normalizeSchema(raw json.RawMessage, args bool) (*Normalized, error) {
 	// root (and normalized again when it is: Fill's).
 	n.atRoot = !args
 	out := n.emit(x)
+	n.emitDefs(out)
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
@@ -172,6 +190,14 @@ type norm struct {
 	maxItems     int
 	lo, hi       bound
 	format       string
+	// pattern is kept only by Simplify (full): "" otherwise.
+	pattern string
+	// prefix are prefixItems (or draft-07's array form of items): the
+	// first items' schemas, items then being the rest's. Simplify only.
+	prefix []*norm
+	// rec, when set, makes this schema a reference to a recursive
+	// definition and nothing else (Simplify only).
+	rec *recDef
 	// desc is the description, kept for prompts that show the schema
 	// (an MCP tool's); the grammar ignores it.
 	desc string
@@ -180,6 +206,14 @@ type norm struct {
 type prop struct {
 	name string
 	s    *norm
+}
+
+// recDef is a $ref target that refers to itself, as Simplify writes it:
+// once, under "$defs", referred to from where it recurs.
+type recDef struct {
+	name    string
+	body    *norm // nil while its target is still being walked
+	emitted bool
 }
 
 // bound is a numeric bound as given (exclusive or not).
@@ -202,7 +236,8 @@ func anyOfNorm(branches []*norm) *norm {
 func (x *norm) isAny() bool {
 	return x.types == nil && len(x.props) == 0 && len(x.required) == 0 && !x.addlConstrains() && !x.patternProps &&
 		(x.items == nil || x.items.isAny()) && !x.itemsFalse && !x.hasEnum && !x.hasConst && x.anyOf == nil &&
-		x.minLen < 0 && x.maxLen < 0 && x.minItems < 0 && x.maxItems < 0 && !x.lo.set && !x.hi.set && x.format == ""
+		x.minLen < 0 && x.maxLen < 0 && x.minItems < 0 && x.maxItems < 0 && !x.lo.set && !x.hi.set && x.format == "" &&
+		x.pattern == "" && x.prefix == nil && x.rec == nil
 }
 
 func (x *norm) addlConstrains() bool {
@@ -223,6 +258,11 @@ type normalizer struct {
 	atRoot    bool // the next schema emitted is the document's root
 	// optionalCost sums the squares of objects' optional properties.
 	optionalCost int
+	// full: Simplify's result (see there).
+	full bool
+	// defs are the recursive $ref targets Simplify refers to, by target.
+	defs    map[*object]*recDef
+	defList []*recDef
 	// err is a reference that leads nowhere: the validator refuses such a
 	// schema, so it is not a schema to build a grammar from either.
 	err error
@@ -261,6 +301,14 @@ func (n *normalizer) walk(node any, base *url.URL, depth int) *norm {
 		return n.walkObject(v, base, depth)
 	}
 	return anyNorm() // not a schema (the validator refused it already)
+}
+
+func (n *normalizer) walkList(list []any, base *url.URL, depth int) []*norm {
+	var out []*norm
+	for _, s := range list {
+		out = append(out, n.walk(s, base, depth+1))
+	}
+	return out
 }
 
 func (n *normalizer) walkObject(o *object, base *url.URL, depth int) *norm {
@@ -312,9 +360,43 @@ func (n *normalizer) walkObject(o *object, base *url.URL, depth int) *norm {
 		case "patternProperties":
 			n.loose(k)
 			x.patternProps = true
+		case "prefixItems":
+			if list, ok := v.([]any); ok && n.full {
+				x.prefix = n.walkList(list, base, depth)
+				if x.prefix == nil {
+					x.prefix = []*norm{}
+				}
+			} else {
+				n.loose(k)
+			}
+		case "additionalItems":
+			// Draft 2019-09 and before: the schema of items past a tuple.
+			if list, ok := o.vals["items"].([]any); ok && n.full {
+				_ = list
+				if b, ok := v.(bool); ok {
+					x.itemsFalse = !b
+				} else {
+					x.items = n.walk(v, base, depth+1)
+				}
+			} else if _, tuple := o.vals["items"].([]any); tuple {
+				n.loose(k)
+			}
+		case "pattern":
+			if p, ok := v.(string); ok && n.full {
+				x.pattern = p
+			} else {
+				n.loose(k)
+			}
 		case "items":
 			switch t := v.(type) {
 			case []any:
+				if n.full {
+					x.prefix = n.walkList(t, base, depth)
+					if x.prefix == nil {
+						x.prefix = []*norm{}
+					}
+					continue
+				}
 				n.loose("items (tuple)")
 			case bool:
 				x.itemsFalse = !t

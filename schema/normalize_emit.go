@@ -41,6 +41,11 @@ func (n *normalizer) emitNode(x *norm) *object {
 		n.loose("(expansion limit)")
 		return anyObject()
 	}
+	if x.rec != nil {
+		o := newObject()
+		o.set("$ref", "#/$defs/"+x.rec.name)
+		return o
+	}
 	if x.anyOf != nil {
 		if len(x.anyOf) == 1 {
 			n.atRoot = root
@@ -55,7 +60,7 @@ func (n *normalizer) emitNode(x *norm) *object {
 		return o
 	}
 	if x.hasConst {
-		if safeValue(x.cnst) {
+		if n.full || safeValue(x.cnst) {
 			o := newObject()
 			o.set("const", x.cnst)
 			return o
@@ -71,7 +76,7 @@ func (n *normalizer) emitNode(x *norm) *object {
 				vals = append(vals, v)
 			}
 		}
-		if safe && len(vals) > 0 {
+		if (safe || n.full) && len(vals) > 0 {
 			o := newObject()
 			o.set("enum", vals)
 			return o
@@ -81,7 +86,7 @@ func (n *normalizer) emitNode(x *norm) *object {
 	o := newObject()
 	has := func(t string) bool { return x.types == nil || hasType(x.types, t) }
 	objectish := len(x.props) > 0 || len(x.required) > 0 || x.addlConstrains() || x.patternProps
-	arrayish := (x.items != nil && !x.items.isAny()) || x.itemsFalse || x.minItems >= 0 || x.maxItems >= 0
+	arrayish := (x.items != nil && !x.items.isAny()) || x.itemsFalse || x.minItems >= 0 || x.maxItems >= 0 || x.prefix != nil
 	switch {
 	case x.types != nil:
 		if len(x.types) == 1 {
@@ -98,7 +103,7 @@ func (n *normalizer) emitNode(x *norm) *object {
 	case arrayish:
 		// Untyped with items: an array.
 	default:
-		if x.minLen >= 0 || x.maxLen >= 0 || x.lo.set || x.hi.set || x.format != "" {
+		if x.minLen >= 0 || x.maxLen >= 0 || x.lo.set || x.hi.set || x.format != "" || x.pattern != "" {
 			n.loose("keywords of a type the schema does not name")
 		}
 		return anyObject()
@@ -168,6 +173,12 @@ func (n *normalizer) emitObject(o *object, x *norm, root bool) {
 		}
 	}
 	switch {
+	case n.full && len(props) > maxProperties:
+		generic("properties (over 1024)")
+		return
+	case n.full:
+		// tact's grammar spells any name and costs one rule per optional
+		// property: none of llama.cpp's limits below apply.
 	case slices.ContainsFunc(props, func(p prop) bool { return len(p.name) > maxPropertyName }):
 		generic("properties (a name over 256 bytes)")
 		return
@@ -198,7 +209,7 @@ func (n *normalizer) emitObject(o *object, x *norm, root bool) {
 	// properties: past a bound only the required ones are named, and
 	// other keys are allowed.
 	needOther := false
-	if optional := len(props) - len(req); optional > maxOptional || n.optionalCost+optional*optional > maxOptionalCost {
+	if optional := len(props) - len(req); !n.full && (optional > maxOptional || n.optionalCost+optional*optional > maxOptionalCost) {
 		n.loose("properties (too many optional)")
 		inReq := make(map[string]bool, len(req))
 		for _, r := range req {
@@ -209,7 +220,7 @@ func (n *normalizer) emitObject(o *object, x *norm, root bool) {
 	} else {
 		n.optionalCost += optional * optional
 	}
-	if (allowOther || other != nil) && len(props) > 0 && !grammarSafeNames(props) {
+	if !n.full && (allowOther || other != nil) && len(props) > 0 && !grammarSafeNames(props) {
 		// llama.cpp writes the other keys' rule as character classes of
 		// the named ones, which such names break.
 		if needOther {
@@ -252,7 +263,20 @@ func (n *normalizer) emitArray(o *object, x *norm) {
 	if items == nil {
 		items = anyNorm()
 	}
-	if !items.isAny() || lo >= 0 || hi >= 0 {
+	if x.prefix != nil {
+		list := make([]any, len(x.prefix))
+		for i, p := range x.prefix {
+			list[i] = n.emit(p)
+		}
+		o.set("prefixItems", list)
+		if x.itemsFalse {
+			o.set("items", false)
+			lo, hi = x.minItems, x.maxItems
+			lo, hi = n.repeatBounds(lo, hi, "minItems", "maxItems")
+		} else if !items.isAny() {
+			o.set("items", n.emit(items))
+		}
+	} else if !items.isAny() || lo >= 0 || hi >= 0 {
 		o.set("items", n.emit(items))
 	}
 	if lo >= 0 {
@@ -271,7 +295,12 @@ func (n *normalizer) emitString(o *object, x *norm) {
 	if hi >= 0 {
 		o.set("maxLength", hi)
 	}
-	if x.format != "" {
+	if x.pattern != "" {
+		o.set("pattern", x.pattern)
+	}
+	if x.format != "" && n.full {
+		o.set("format", x.format) // the grammar says what it enforces
+	} else if x.format != "" {
 		// llama.cpp knows a few formats, and its date is not the
 		// validator's (February 31st): validated either way.
 		n.loose("format")
@@ -279,6 +308,25 @@ func (n *normalizer) emitString(o *object, x *norm) {
 		case "date", "time", "date-time", "uuid":
 			o.set("format", x.format)
 		}
+	}
+}
+
+// emitDefs writes Simplify's recursive definitions under the root's
+// "$defs"; writing one may refer to others, written in turn.
+func (n *normalizer) emitDefs(root *object) {
+	defs := newObject()
+	for progress := true; progress; {
+		progress = false
+		for _, d := range n.defList {
+			if d.emitted || d.body == nil {
+				continue
+			}
+			d.emitted, progress = true, true
+			defs.set(d.name, n.emit(d.body))
+		}
+	}
+	if len(defs.keys) > 0 {
+		root.set("$defs", defs)
 	}
 }
 

@@ -22,6 +22,21 @@ func (n *normalizer) merge(a, b *norm) *norm {
 		}
 		return x
 	}
+	if a.rec != nil || b.rec != nil {
+		// A recursive definition merges through its body once that is
+		// known; inside its own walk it is not, and is left out.
+		if a.rec != nil && b.rec != nil && a.rec == b.rec {
+			return a
+		}
+		var ok bool
+		if a, ok = n.recBody(a); !ok {
+			return b
+		}
+		if b, ok = n.recBody(b); !ok {
+			return a
+		}
+		return n.merge(a, b)
+	}
 	n.merges++
 	if a.anyOf != nil || b.anyOf != nil {
 		return n.mergeBranches(a, b)
@@ -105,10 +120,37 @@ func (n *normalizer) merge(a, b *norm) *norm {
 	if x.format == "" {
 		x.format = b.format
 	}
+	switch {
+	case b.pattern == "" || b.pattern == x.pattern:
+	case x.pattern == "":
+		x.pattern = b.pattern
+	default:
+		n.loose("pattern") // both must match: the grammar holds the first
+	}
+	switch {
+	case b.prefix == nil:
+	case x.prefix == nil:
+		x.prefix = b.prefix
+	default:
+		n.loose("prefixItems") // the first tuple's schemas stand
+	}
 	if x.desc == "" {
 		x.desc = b.desc
 	}
 	return &x
+}
+
+// recBody is x, or the body of the definition x refers to; false while
+// that body is still being walked (the reference is then loosened).
+func (n *normalizer) recBody(x *norm) (*norm, bool) {
+	if x.rec == nil {
+		return x, true
+	}
+	if x.rec.body == nil {
+		n.loose("$ref (recursive)")
+		return nil, false
+	}
+	return x.rec.body, true
 }
 
 // mergeBranches merges where either side is an anyOf: every pair of

@@ -148,6 +148,14 @@ func (n *normalizer) inline(target *resource, depth int) *norm {
 				seen++
 			}
 		}
+		if n.full {
+			if d := n.defs[o]; d != nil && d.body != nil {
+				return recNorm(d) // walked before: refer to it
+			}
+			if seen > 0 {
+				return recNorm(n.defFor(o))
+			}
+		}
 		switch {
 		case seen >= maxRecursion:
 			n.loose("$ref (recursive)")
@@ -160,7 +168,30 @@ func (n *normalizer) inline(target *resource, depth int) *norm {
 			return anyNorm()
 		}
 		n.stack = append(n.stack, o)
-		defer func() { n.stack = n.stack[:len(n.stack)-1] }()
+		x := n.walk(target.node, target.parent, depth)
+		n.stack = n.stack[:len(n.stack)-1]
+		if d := n.defs[o]; d != nil && d.body == nil {
+			d.body = x // it recurred while walked: its rule is x
+			return recNorm(d)
+		}
+		return x
 	}
 	return n.walk(target.node, target.parent, depth)
+}
+
+// defFor is the recursive definition of target, made on first use.
+func (n *normalizer) defFor(target *object) *recDef {
+	d, ok := n.defs[target]
+	if !ok {
+		d = &recDef{name: fmt.Sprintf("r%d", len(n.defList))}
+		n.defs[target] = d
+		n.defList = append(n.defList, d)
+	}
+	return d
+}
+
+func recNorm(d *recDef) *norm {
+	x := anyNorm()
+	x.rec = d
+	return x
 }

@@ -94,7 +94,9 @@ func Normalize(raw json.RawMessage) (*Normalized, error) { return normalizeSchem
 
 // NormalizeArgs is Normalize for a tool's arguments schema: the result
 // describes a JSON object whatever the original says at its top.
-func NormalizeArgs(raw json.RawMessage) (*Normalized, error) { return normalizeSchema(raw, true, false) }
+func NormalizeArgs(raw json.RawMessage) (*Normalized, error) {
+	return normalizeSchema(raw, true, false)
+}
 
 // Simplify is Normalize for tact's own grammar converter (package
 // grammar), which expresses more than llama.cpp's: the result keeps

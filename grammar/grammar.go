@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tactcli/tact/grammar/gbnf"
 	"github.com/tactcli/tact/schema"
 )
 
@@ -81,6 +82,35 @@ func FromSchema(raw json.RawMessage) (*Grammar, error) {
 	for b.pendingDefs() {
 		if err := b.writeDefs(); err != nil {
 			return nil, err
+		}
+	}
+	g, err := b.finish()
+	if err != nil || len(b.defRule) == 0 {
+		return g, err
+	}
+	return b.endless(g)
+}
+
+// endless: a recursive definition no finite value satisfies ({"type":
+// "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})
+// would leave the model no way to finish. Such definitions become any
+// value; the validator refuses whatever is written, as it must.
+func (b *builder) endless(g *Grammar) (*Grammar, error) {
+	pg, err := gbnf.Parse(g.GBNF)
+	if err != nil {
+		return nil, fmt.Errorf("grammar: %w", err)
+	}
+	dead := map[string]bool{}
+	for _, name := range pg.Unproductive() {
+		dead[name] = true
+	}
+	if len(dead) == 0 {
+		return g, nil
+	}
+	for _, name := range b.defRule {
+		if dead[name] {
+			b.bodies[name] = b.prim("value")
+			b.widen("$ref (no finite value)")
 		}
 	}
 	return b.finish()

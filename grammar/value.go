@@ -183,12 +183,16 @@ func quote(s string) string {
 }
 
 // jsonKey is the literal of an object key: the name as a JSON string.
-func jsonKey(name string) string {
+func jsonKey(name string) string { return quote(jsonString(name)) }
+
+// jsonString is s as a JSON string, quotes included, HTML characters as
+// they are.
+func jsonString(s string) string {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(name)
-	return quote(strings.TrimSuffix(buf.String(), "\n"))
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 // object: the named properties, required ones first, each group in the
@@ -247,8 +251,19 @@ func (b *builder) object(x *node, at string) (string, error) {
 				return "", err
 			}
 		}
+		key := b.prim("string")
+		if len(props) > 0 {
+			names := make([]string, len(props))
+			for i, p := range props {
+				names[i] = p.name
+			}
+			var err error
+			if key, err = b.otherKey(at, names); err != nil {
+				return "", err
+			}
+		}
 		var err error
-		if other, err = b.rule(at+" additional kv", b.prim("string")+" "+ws+` ":" `+ws+" "+v); err != nil {
+		if other, err = b.rule(at+" additional kv", key+" "+ws+` ":" `+ws+" "+v); err != nil {
 			return "", err
 		}
 	}
@@ -477,3 +492,64 @@ func (b *builder) integer(x *node, at string) (string, error) {
 }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+// otherKey is a JSON string that is none of names: a key beside the named
+// properties, which must not repeat one of them (of two equal keys a JSON
+// reader keeps the last). Written over the trie of the names' JSON
+// spellings, a rule a node: linear in their length. A key spelled with
+// escapes is let through (the validator has the last word).
+func (b *builder) otherKey(at string, names []string) (string, error) {
+	type trie struct {
+		next     map[rune]*trie
+		order    []rune
+		terminal bool
+	}
+	root := &trie{next: map[rune]*trie{}}
+	for _, name := range names {
+		spelled := []rune(jsonString(name))
+		n := root
+		for _, r := range spelled[1 : len(spelled)-1] {
+			c, ok := n.next[r]
+			if !ok {
+				c = &trie{next: map[rune]*trie{}}
+				n.next[r] = c
+				n.order = append(n.order, r)
+			}
+			n = c
+		}
+		n.terminal = true
+	}
+	char := b.prim("char")
+	escape := `"\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}) ` + char + "*"
+	nodes := 0
+	var write func(n *trie) (string, error)
+	write = func(n *trie) (string, error) {
+		nodes++
+		var alts []string
+		if !n.terminal {
+			alts = append(alts, `""`)
+		}
+		// A character no name has here, then anything.
+		other := `[^"\\\x7F\x00-\x1F`
+		for _, r := range n.order {
+			other += classChar(r)
+		}
+		alts = append(alts, other+"] "+char+"*", escape)
+		for _, r := range n.order {
+			if r == '\\' {
+				continue // the escape alternative covers it
+			}
+			rest, err := write(n.next[r])
+			if err != nil {
+				return "", err
+			}
+			alts = append(alts, quote(string(r))+" "+rest)
+		}
+		return b.rule(fmt.Sprintf("%s other key %d", at, nodes), strings.Join(alts, " | "))
+	}
+	body, err := write(root)
+	if err != nil {
+		return "", err
+	}
+	return b.rule(at+" other key", `"\"" `+body+` "\""`)
+}

@@ -373,8 +373,7 @@ func (n *normalizer) walkObject(o *object, base *url.URL, depth int) *norm {
 			}
 		case "additionalItems":
 			// Draft 2019-09 and before: the schema of items past a tuple.
-			if list, ok := o.vals["items"].([]any); ok && n.full {
-				_ = list
+			if _, tuple := o.vals["items"].([]any); tuple && n.full {
 				if b, ok := v.(bool); ok {
 					x.itemsFalse = !b
 				} else {

@@ -60,6 +60,12 @@ func (n *normalizer) emitNode(x *norm) *object {
 		return o
 	}
 	if x.hasConst {
+		if x.types != nil && !hasType(x.types, typeOf(x.cnst)) {
+			n.loose("const (of a type the schema excludes)") // nothing valid
+		}
+		if x.hasEnum && !slices.ContainsFunc(x.enum, func(v any) bool { return sameJSON(v, x.cnst) }) {
+			n.loose("const (not among enum)") // nothing valid
+		}
 		if n.full || safeValue(x.cnst) {
 			o := newObject()
 			o.set("const", x.cnst)
@@ -256,6 +262,9 @@ func (n *normalizer) emitObject(o *object, x *norm, root bool) {
 func (n *normalizer) emitArray(o *object, x *norm) {
 	lo, hi := x.minItems, x.maxItems
 	if x.itemsFalse {
+		if lo > 0 && x.prefix == nil {
+			n.loose("minItems") // no item allowed, one wanted: nothing valid
+		}
 		lo, hi = -1, 0
 	}
 	lo, hi = n.repeatBounds(lo, hi, "minItems", "maxItems")

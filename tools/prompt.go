@@ -1,20 +1,21 @@
 package tools
 
 import (
-	"bytes"
-	"encoding/json"
-
 	"github.com/tactcli/tact/prompt"
 	"github.com/tactcli/tact/schema"
 )
+
+// PromptSchemaBudget is the most of a prompt one tool's arguments schema
+// takes (bytes, about 2,000 tokens): a larger schema is shown as an
+// outline (schema.Outline), while the grammar and the validator hold all
+// of it.
+const PromptSchemaBudget = 6 << 10
 
 // PromptTools describes tools for prompts.
 func PromptTools(list []Tool) []prompt.Tool {
 	out := make([]prompt.Tool, len(list))
 	for i, t := range list {
-		var compact bytes.Buffer
-		_ = json.Compact(&compact, t.Schema())
-		out[i] = prompt.Tool{Name: t.Name(), Class: string(t.Class()), Description: t.Description(), Schema: compact.String()}
+		out[i] = prompt.Tool{Name: t.Name(), Class: string(t.Class()), Description: t.Description(), Schema: schema.Outline(t.Schema(), PromptSchemaBudget)}
 	}
 	return out
 }

@@ -362,9 +362,7 @@ func (c *stepCall) systemPromptWith(withTools bool) string {
 			if !withTools {
 				break
 			}
-			var compact bytes.Buffer
-			_ = json.Compact(&compact, t.schema())
-			list = append(list, prompt.Tool{Name: t.Name, Description: text.OneLine(t.Description), Schema: compact.String()})
+			list = append(list, prompt.Tool{Name: t.Name, Description: text.OneLine(t.Description), Schema: schema.Outline(t.schema(), tools.PromptSchemaBudget)})
 		}
 		data["Tools"] = list
 	}

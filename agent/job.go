@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/grammar"
 	"github.com/tactcli/tact/hooks"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
@@ -436,6 +437,13 @@ func (l *life) start(query string) {
 	}
 	if in := l.rt.projectInstructions(l.s); len(in.Files) > 0 {
 		fields["project_instructions"] = in.Files
+	}
+	if len(l.answer) > 0 {
+		// What tact's grammar leaves to the validator (dry run, -v).
+		if g, err := grammar.FromSchema(l.answer); err == nil && len(g.Widened) > 0 {
+			fields["answer_schema_widened"] = g.Widened
+			slog.Debug("answer schema: the grammar widens what the validator then checks", "run", l.id, "keywords", g.Widened)
+		}
 	}
 	l.emit(react.EventRunStart, fields)
 }

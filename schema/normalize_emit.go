@@ -175,6 +175,9 @@ func (n *normalizer) emitObject(o *object, x *norm, root bool) {
 	req := union(nil, x.required)
 	for _, r := range req {
 		if !named[r] {
+			if x.addlFalse && !x.patternProps {
+				n.loose("required (a property additionalProperties forbids)") // nothing valid
+			}
 			props = append(props, prop{r, anyNorm()})
 		}
 	}

@@ -37,6 +37,10 @@ func (d *dryRunSink) Handle(ev react.Event) {
 		}
 		d.instructions = nil
 		_ = ev.Decode("project_instructions", &d.instructions) // absent: none
+		var widened []string
+		if ev.Decode("answer_schema_widened", &widened) == nil && len(widened) > 0 {
+			d.write(termCell("dry-run: --schema: the grammar does not hold " + strings.Join(widened, ", ") + "; the answer is validated against the whole schema after"))
+		}
 	case react.EventExecuteStart:
 		// Not at run_start: a job that cannot start lists nothing.
 		d.write("dry-run: run_command sandbox: " + d.sandbox)

@@ -1,0 +1,197 @@
+package llamacpp
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/llama"
+	"github.com/tactcli/tact/grammar"
+	"github.com/tactcli/tact/grammar/gbnf"
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/schema/schematest"
+	tacttools "github.com/tactcli/tact/tools"
+)
+
+// corpusSchemas are the schemas the converters are compared on: every
+// built-in tool's, tact's action and plan schemas, the test shapes, and
+// the public corpus in schema/testdata/corpus (see its README for the
+// sources and licences).
+func corpusSchemas(t *testing.T) map[string]json.RawMessage {
+	t.Helper()
+	out := map[string]json.RawMessage{}
+	reg := tacttools.DefaultRegistry()
+	for _, tool := range append(reg.List(), tacttools.FinalAnswerTool{}) {
+		out["tool/"+tool.Name()] = tool.Schema()
+	}
+	thought := schema.ThoughtOptions{Required: true, MinLength: 10}
+	out["tact/action"] = schema.Action(tacttools.SchemaTools(reg.List()), thought, true)
+	out["tact/plan"] = schema.Plan(tacttools.SchemaTools(reg.List()), thought, 20)
+	for _, sh := range schematest.Shapes {
+		out["shape/"+sh.Name] = json.RawMessage(sh.Schema)
+	}
+	files, _ := filepath.Glob("../../schema/testdata/corpus/*.json")
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["corpus/"+strings.TrimSuffix(filepath.Base(f), ".json")] = raw
+	}
+	return out
+}
+
+// llamaParses: llama.cpp's own parser reads the grammar.
+func llamaParses(gbnf string) bool {
+	var ids []uint32
+	var pieces []string
+	for c := byte(0x20); c < 0x7f; c++ {
+		ids = append(ids, uint32(c))
+		pieces = append(pieces, string(c))
+	}
+	ids, pieces = append(ids, 0x7f), append(pieces, "")
+	g := llama.NewGrammar(gbnf, ids, pieces, []int32{0x7f})
+	if g == nil {
+		return false
+	}
+	g.Free()
+	return true
+}
+
+// TestGrammarDifferential compares tact's converter (package grammar)
+// with the binding's (llama.cpp's json-schema-to-grammar over
+// schema.Normalize) on the corpus: llama.cpp's parser reads the new
+// grammar wherever it read the old one, and where the old converter
+// failed too (listed); 200 texts drawn from each new grammar are JSON
+// that validates against the schema, wherever the converter widened
+// nothing (and the share that validates otherwise is logged).
+// TACT_GRAMMAR_DRAWS overrides the 200.
+func TestGrammarDifferential(t *testing.T) {
+	draws := 200
+	if s := os.Getenv("TACT_GRAMMAR_DRAWS"); s != "" {
+		draws, _ = strconv.Atoi(s)
+	}
+	cases := corpusSchemas(t)
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var agree, newOnly, oldOnly, refusedBoth, widenedCount, drawn, drawnValid int
+	var newOnlyNames []string
+	for _, name := range names {
+		raw := cases[name]
+		v, err := schema.Compile(raw)
+		if err != nil {
+			t.Errorf("%s: the corpus schema does not compile: %v", name, err)
+			continue
+		}
+		oldOK := false
+		if gb, err := bindingGBNF(raw); err == nil {
+			oldOK = llamaParses(gb)
+		}
+		g, err := grammar.FromSchema(raw)
+		newOK := err == nil && llamaParses(g.GBNF)
+		switch {
+		case oldOK && newOK:
+			agree++
+		case newOK:
+			newOnly++
+			newOnlyNames = append(newOnlyNames, name)
+		case oldOK:
+			oldOnly++
+			t.Errorf("%s: llama.cpp reads the old grammar, not the new one (err %v)", name, err)
+		default:
+			refusedBoth++
+			t.Errorf("%s: no grammar either way (new: %v)", name, err)
+		}
+		if !newOK {
+			continue
+		}
+		if len(g.Widened) > 0 {
+			widenedCount++
+		}
+		pg, err := gbnf.Parse(g.GBNF)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(len(raw)), 3))
+		for i := range draws {
+			text := pg.Generate(rng, 4+i%5)
+			drawn++
+			if !json.Valid([]byte(text)) {
+				t.Fatalf("%s: draw %q is not JSON", name, text)
+			}
+			if _, err := v.ValidateJSON([]byte(text)); err == nil {
+				drawnValid++
+			} else if len(g.Widened) == 0 {
+				t.Errorf("%s: draw %.300s refused: %v (nothing widened)", name, text, err)
+				break
+			}
+		}
+	}
+	t.Logf("%d schemas: llama.cpp reads both grammars %d, only the new %d %v, only the old %d, neither %d; %d widened; %d/%d draws validate",
+		len(cases), agree, newOnly, newOnlyNames, oldOnly, refusedBoth, widenedCount, drawnValid, drawn)
+}
+
+// TestGrammarSampledCorpus samples the tiny random-weight model under each
+// corpus schema's new grammar: every reply is JSON, and validates where
+// nothing was widened. TACT_GRAMMAR_SAMPLES sets the replies per schema
+// (default 3: the mechanics, on a model that writes nonsense).
+func TestGrammarSampledCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("samples a model")
+	}
+	samples := 3
+	if s := os.Getenv("TACT_GRAMMAR_SAMPLES"); s != "" {
+		samples, _ = strconv.Atoi(s)
+	}
+	b := newTiny(t, func(o *Options) { o.CtxSize = 4096; o.BatchSize = 512 })
+	cases := corpusSchemas(t)
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var total, valid int
+	for _, name := range names {
+		raw := cases[name]
+		g, err := grammar.FromSchema(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		v := schema.MustCompile(raw)
+		for i := range samples {
+			resp, err := b.Complete(context.Background(), llm.Request{
+				Kind:      llm.KindAction,
+				Messages:  []llm.Message{{Role: "user", Content: "Reply with JSON."}},
+				Schema:    raw,
+				Sampling:  llm.Sampling{Temperature: 1, TopK: 40, TopP: 0.95, Seed: i},
+				MaxTokens: 384,
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			total++
+			if !json.Valid([]byte(resp.Text)) && resp.Usage.CompletionTokens >= 384 {
+				continue // cut at MaxTokens: a long value, not a wrong one
+			}
+			if !json.Valid([]byte(resp.Text)) {
+				t.Fatalf("%s: reply %d is not JSON: %q", name, i, resp.Text)
+			}
+			if _, err := v.ValidateJSON([]byte(resp.Text)); err == nil {
+				valid++
+			} else if len(g.Widened) == 0 {
+				t.Errorf("%s: reply %d refused with nothing widened: %v\n%.300s", name, i, err, resp.Text)
+			}
+		}
+	}
+	t.Logf("%d replies over %d schemas, %d validate", total, len(cases), valid)
+}

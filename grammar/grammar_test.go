@@ -135,6 +135,8 @@ func TestConstructs(t *testing.T) {
 			[]string{"{\n  \"a\": 1\n}", `{ "a" : 1 }`}, []string{`{` + strings.Repeat(" ", 40) + `"a":1}`}, nil},
 		{"type list with keywords per type", `{"type":["string","integer","null"],"maxLength":2,"minimum":5}`,
 			[]string{`"ab"`, `7`, `null`}, []string{`"abc"`, `4`}, nil},
+		{"draft-04 id as a base", `{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://x.test/root.json","type":"object","definitions":{"a":{"id":"#a","type":"integer"}},"properties":{"p":{"$ref":"#a"},"q":{"$ref":"http://x.test/root.json#/definitions/a"}},"required":["p","q"]}`,
+			[]string{`{"p":1,"q":2}`}, []string{`{"p":"x","q":2}`, `{"p":1,"q":[]}`}, nil},
 		{"oneOf is widened", `{"oneOf":[{"type":"integer"},{"type":"number"}]}`, []string{`1`, `1.5`}, nil, []string{"oneOf"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

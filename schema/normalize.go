@@ -122,6 +122,11 @@ func normalizeSchema(raw json.RawMessage, args, full bool) (*Normalized, error) 
 		full:      full,
 		defs:      map[*object]*recDef{},
 	}
+	if o, ok := doc.(*object); ok {
+		if s, ok := o.vals["$schema"].(string); ok && (strings.Contains(s, "draft-04") || strings.Contains(s, "draft-03")) {
+			n.draft4 = true
+		}
+	}
 	n.index(doc, root)
 	if o, ok := doc.(*object); ok {
 		n.stack = append(n.stack, o)
@@ -262,6 +267,9 @@ type normalizer struct {
 	optionalCost int
 	// full: Simplify's result (see there).
 	full bool
+	// draft4: the document says it is draft-04 (or older): "id", not
+	// "$id", sets a base.
+	draft4 bool
 	// defs are the recursive $ref targets Simplify refers to, by target.
 	defs    map[*object]*recDef
 	defList []*recDef
@@ -314,7 +322,7 @@ func (n *normalizer) walkList(list []any, base *url.URL, depth int) []*norm {
 }
 
 func (n *normalizer) walkObject(o *object, base *url.URL, depth int) *norm {
-	base = ownBase(o, base)
+	base = n.ownBase(o, base)
 	x := anyNorm()
 	var parts []*norm // merged in: allOf's schemas, $ref's target, anyOf and oneOf
 	for _, k := range o.keys {

@@ -16,13 +16,17 @@ type resource struct {
 	parent *url.URL
 }
 
-// ownBase is the base URL inside node: its $id resolved against parent.
-func ownBase(node any, parent *url.URL) *url.URL {
+// ownBase is the base URL inside node: its $id (draft-04's id in a
+// draft-04 document) resolved against parent.
+func (n *normalizer) ownBase(node any, parent *url.URL) *url.URL {
 	o, ok := node.(*object)
 	if !ok {
 		return parent
 	}
 	id, ok := o.vals["$id"].(string)
+	if !ok && n.draft4 {
+		id, ok = o.vals["id"].(string)
+	}
 	if !ok || id == "" || strings.HasPrefix(id, "#") {
 		return parent
 	}
@@ -40,7 +44,7 @@ func (n *normalizer) index(node any, parent *url.URL) {
 	if !ok {
 		return
 	}
-	base := ownBase(o, parent)
+	base := n.ownBase(o, parent)
 	if _, ok := n.resources[base.String()]; !ok {
 		n.resources[base.String()] = &resource{o, parent}
 	}
@@ -50,7 +54,11 @@ func (n *normalizer) index(node any, parent *url.URL) {
 			anchors = append(anchors, a)
 		}
 	}
-	if id, ok := o.vals["$id"].(string); ok && strings.HasPrefix(id, "#") && len(id) > 1 {
+	id, _ := o.vals["$id"].(string)
+	if id == "" && n.draft4 {
+		id, _ = o.vals["id"].(string)
+	}
+	if strings.HasPrefix(id, "#") && len(id) > 1 {
 		anchors = append(anchors, id[1:]) // draft 6-7: "$id": "#name" is an anchor
 	}
 	for _, a := range anchors {
@@ -98,7 +106,7 @@ func (n *normalizer) resolve(u *url.URL) (*resource, bool) {
 	node, parent := res.node, res.parent
 	for _, tok := range strings.Split(frag[1:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		base := ownBase(node, parent)
+		base := n.ownBase(node, parent)
 		switch t := node.(type) {
 		case *object:
 			v, ok := t.vals[tok]

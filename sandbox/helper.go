@@ -28,6 +28,12 @@ type Spec struct {
 	NoNetwork bool          `json:"no_network"`
 	KillGrace time.Duration `json:"kill_grace"`
 	Parent    int           `json:"parent"` // tact's pid: the helper gives up if it is gone already
+	// Program marks a user's own program (RunProgram: a hook, an
+	// approver), run without Landlock: the helper reports its status as
+	// soon as it exits and lets go of its output, then stays, as the
+	// subreaper of what the program left running in the background, until
+	// that has ended, ending it all when tact dies or sends SIGUSR1.
+	Program bool `json:"program,omitempty"`
 }
 
 // Report is the helper's answer on a second pipe (fd 4), written once

@@ -172,6 +172,9 @@ func helperMain() int {
 	case s := <-sigs:
 		now = s == syscall.SIGUSR1
 	}
+	if exited && spec.Program {
+		return lingerForProgram(report, status, grace, sigs, allGone)
+	}
 	if !exited || hasChildren() {
 		endTree(grace, now, sigs, allGone)
 	}
@@ -381,6 +384,29 @@ func endTree(grace time.Duration, now bool, sigs <-chan os.Signal, allGone <-cha
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// lingerForProgram is the rest of a user's program's supervision once it
+// has exited: its status goes to tact at once (a hook's answer must not
+// wait for what it left in the background), the helper's copies of its
+// stdin, stdout and stderr are dropped (tact reads them to EOF), and the
+// helper stays as long as anything the program started runs, ending it all
+// when tact dies (the parent-death SIGTERM) or asks (SIGUSR1).
+func lingerForProgram(report *os.File, status syscall.WaitStatus, grace time.Duration, sigs <-chan os.Signal, allGone <-chan struct{}) int {
+	writeReport(report, Report{Started: true, Status: uint32(status)})
+	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+		for fd := range 3 {
+			_ = unix.Dup2(int(null.Fd()), fd)
+		}
+		null.Close()
+	}
+	select {
+	case <-allGone:
+	case s := <-sigs:
+		endTree(grace, s == syscall.SIGUSR1, sigs, allGone)
+		<-allGone
+	}
+	return WaitStatusCode(status)
 }
 
 func helperFail(report *os.File, code int, err error) int {

@@ -61,12 +61,19 @@ type ProgramResult struct {
 
 // RunProgram runs p.Command with /bin/sh -c in a session of its own: no
 // controlling terminal (it cannot read the user's keyboard or stop tact
-// with SIGTTIN) and its own process group, which KillRunning ends too. On
-// Linux it dies with tact. At the timeout or when ctx ends the whole group
-// gets SIGKILL. When it has exited but something it started still holds its
-// output after programWaitDelay, that belongs to it and its group is killed;
-// a background child that does not hold the pipes is left alone, as Claude
+// with SIGTTIN) and its own process group, which KillRunning ends too. At
+// the timeout or when ctx ends everything it started gets SIGKILL. When it
+// has exited but something it started still holds its output after
+// programWaitDelay, that belongs to it and is killed; a background child
+// that does not hold the pipes is left alone while tact runs, as Claude
 // Code leaves it.
+//
+// On Linux, where the program (ServeHelper) can be its own sandbox
+// helper, the program runs under the helper as run_command's commands do,
+// without Landlock: a child subreaper that gets SIGTERM when tact dies,
+// however it dies (SIGKILL too), and then ends every process the program
+// started, background children and daemons included. Elsewhere only the
+// shell gets the parent-death signal.
 func RunProgram(ctx context.Context, p Program) (res ProgramResult) {
 	start := time.Now()
 	res.ExitCode = -1
@@ -81,8 +88,8 @@ func RunProgram(ctx context.Context, p Program) (res ProgramResult) {
 	}
 
 	// Our own pipes, not exec's: only so can tact tell a program whose
-	// children hold its output (their group goes) from one that exited
-	// leaving a quiet background child (left alone), whatever its status.
+	// children hold its output (they go) from one that exited leaving a
+	// quiet background child (left alone), whatever its status.
 	var files []*os.File // every end, closed on return
 	defer func() {
 		for _, f := range files {
@@ -110,27 +117,23 @@ func RunProgram(ctx context.Context, p Program) (res ProgramResult) {
 		res.StartErr = fmt.Errorf("stderr pipe: %w", err)
 		return res
 	}
-
-	cmd := exec.Command(programShell, "-c", p.Command)
-	cmd.Dir = p.Dir
-	cmd.Env = p.Env // nil: exec gives it os.Environ()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = programProcAttr()
 	// The program gets its three pipes and nothing else tact holds.
 	if err := procsafe.Seal(); err != nil {
 		res.StartErr = fmt.Errorf("sealing descriptors: %w", err)
 		return res
 	}
-	if err := cmd.Start(); err != nil {
+	var prog *startedProgram
+	if HelperEnabled() {
+		prog, err = startProgramHelper(p, [3]*os.File{inR, outW, errW})
+	} else {
+		prog, err = startProgramDirect(p, [3]*os.File{inR, outW, errW})
+	}
+	if err != nil {
 		res.StartErr = err
 		return res
 	}
 	// The child has its ends; tact's copies would keep the pipes open.
 	_, _, _ = inR.Close(), outW.Close(), errW.Close()
-	pgid := cmd.Process.Pid // Setsid: the leader's pid is the group's id
-	untrack := TrackProcessGroup(pgid)
-	defer untrack()
-	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
 	stdout := &cappedBuffer{max: maxOut}
 	stderr := &cappedBuffer{max: maxOut}
@@ -155,12 +158,6 @@ func RunProgram(ctx context.Context, p Program) (res ProgramResult) {
 	pipesDone := make(chan struct{})
 	go func() { pipes.Wait(); close(pipesDone) }()
 
-	exited := make(chan struct{})
-	go func() {
-		// The error repeats ProcessState, read below.
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	var timeout <-chan time.Time
 	if p.Timeout > 0 {
 		t := time.NewTimer(p.Timeout)
@@ -168,15 +165,15 @@ func RunProgram(ctx context.Context, p Program) (res ProgramResult) {
 		timeout = t.C
 	}
 	select {
-	case <-exited:
+	case <-prog.exited:
 	case <-ctx.Done():
 		res.Cancelled = true
-		kill()
+		prog.kill()
 	case <-timeout:
 		res.TimedOut = true
-		kill()
+		prog.kill()
 	}
-	<-exited
+	<-prog.exited
 
 	select {
 	case <-pipesDone:
@@ -184,28 +181,72 @@ func RunProgram(ctx context.Context, p Program) (res ProgramResult) {
 		// Something it started holds its pipes: that goes with it. Closing
 		// tact's ends also frees the readers from a holder that left the
 		// group.
-		kill()
+		prog.kill()
 		_, _, _ = inW.Close(), outR.Close(), errR.Close()
 		<-pipesDone
 	}
 
 	res.Stdout, res.StdoutCut = stdout.buf, stdout.cut
 	res.Stderr, res.StderrCut = stderr.buf, stderr.cut
-	state := cmd.ProcessState
+	ws, ok, startErr := prog.status()
 	switch {
-	case state == nil:
-		// Wait failed without a status (it cannot, short of a kernel
-		// error): reported as not exited.
-	case state.Exited():
-		// It was done before the kill could matter.
-		res.ExitCode = state.ExitCode()
+	case startErr != nil:
+		res.StartErr = startErr
 		res.TimedOut, res.Cancelled = false, false
-	default:
-		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Signal = ws.Signal()
-		}
+	case !ok:
+		// No status (a helper killed from outside before it could say):
+		// reported as not exited.
+	case ws.Exited():
+		// It was done before the kill could matter.
+		res.ExitCode = ws.ExitStatus()
+		res.TimedOut, res.Cancelled = false, false
+	case ws.Signaled():
+		res.Signal = ws.Signal()
 	}
 	return res
+}
+
+// startedProgram is a running Program however it was started: exited
+// closes once its status is known, status says it, kill ends at once
+// everything it started.
+type startedProgram struct {
+	exited <-chan struct{}
+	status func() (ws syscall.WaitStatus, ok bool, startErr error)
+	kill   func()
+}
+
+// startProgramDirect starts the program as tact's own child, in a session
+// of its own (its group is what kill ends), dying with tact where the
+// system has a parent-death signal.
+func startProgramDirect(p Program, stdio [3]*os.File) (*startedProgram, error) {
+	cmd := exec.Command(programShell, "-c", p.Command)
+	cmd.Dir = p.Dir
+	cmd.Env = p.Env // nil: exec gives it os.Environ()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
+	cmd.SysProcAttr = programProcAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	pgid := cmd.Process.Pid // Setsid: the leader's pid is the group's id
+	untrack := TrackProcessGroup(pgid)
+	exited := make(chan struct{})
+	go func() {
+		// The error repeats ProcessState, read by status.
+		_ = cmd.Wait()
+		untrack()
+		close(exited)
+	}()
+	return &startedProgram{
+		exited: exited,
+		kill:   func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) },
+		status: func() (syscall.WaitStatus, bool, error) {
+			if cmd.ProcessState == nil {
+				return 0, false, nil
+			}
+			ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			return ws, ok, nil
+		},
+	}, nil
 }
 
 // cappedBuffer keeps the first max bytes written and drops the rest,

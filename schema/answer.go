@@ -44,13 +44,9 @@ func CompileAnswer(raw []byte) (json.RawMessage, error) {
 	if b.Len() == 0 {
 		return nil, errors.New("empty schema")
 	}
-	var top any
-	if err := json.Unmarshal(b.Bytes(), &top); err != nil {
-		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	switch top.(type) {
-	case map[string]any, bool:
-	default:
+	// Compact checked the syntax; the kind is told by the first byte, so a
+	// number beyond float64 (1e400) is not "not JSON".
+	if t := b.String(); t[0] != '{' && t != "true" && t != "false" {
 		return nil, errors.New("a schema is a JSON object (or true/false)")
 	}
 	compact := json.RawMessage(b.Bytes())
@@ -73,13 +69,31 @@ func CompileAnswer(raw []byte) (json.RawMessage, error) {
 // resource of its own (Embed, base AnswerBase), so its references and
 // dialect mean what they mean on its own.
 func FinalAnswerArgs(answer json.RawMessage) json.RawMessage {
-	return mustJSON(ordered{
+	var wrapper ordered
+	if t := bytes.TrimSpace(answer); len(t) > 0 && t[0] == '{' {
+		if ms, ok := topMembers(t); ok && dialectOf(ms) == 2019 {
+			// A 2019-09 resource inside a 2020-12 document fails the
+			// meta-schema check in santhosh-tekuri/jsonschema v6.0.3 (its
+			// $recursiveRef then resolves to a subschema of the meta-schema:
+			// every "definitions" entry must be an object of objects), so
+			// around one the wrapper is 2019-09 too: its keywords mean
+			// the same there.
+			wrapper = append(wrapper, struct {
+				k string
+				v any
+			}{"$schema", draft2019URI})
+		}
+	}
+	return mustJSON(append(wrapper, ordered{
 		{"type", "object"},
 		{"properties", ordered{{"answer", Embed(answer, AnswerBase)}}},
 		{"required", []string{"answer"}},
 		{"additionalProperties", false},
-	})
+	}...))
 }
+
+// draft2019URI is draft 2019-09's meta-schema.
+const draft2019URI = "https://json-schema.org/draft/2019-09/schema"
 
 // FallbackAnswer is the schema of the fallback answer reply under a
 // --schema: {"answer": VALUE}.

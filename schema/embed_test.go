@@ -15,6 +15,7 @@ const suiteRoot = "testdata/JSON-Schema-Test-Suite"
 // folder).
 var suiteDialects = []struct{ dir, schema string }{
 	{"tests/draft2020-12", ""},
+	{"tests/draft2019-09", "https://json-schema.org/draft/2019-09/schema"},
 	{"tests/draft7", "http://json-schema.org/draft-07/schema#"},
 	{"tests/draft4", "http://json-schema.org/draft-04/schema#"},
 }
@@ -175,6 +176,44 @@ func TestDraft04ID(t *testing.T) {
 		_, err = MustCompile(FinalAnswerArgs(answer)).ValidateJSON([]byte(`{"answer":` + tc.v + `}`))
 		if (err == nil) != tc.ok {
 			t.Errorf("embedded %s: %v", tc.v, err)
+		}
+	}
+}
+
+// A 2019-09 answer schema with "definitions" (JSON Schema Store's
+// specif-1.1 has them): final_answer's arguments compile (the wrapper is
+// 2019-09 too; see FinalAnswerArgs) and a "#/definitions/..." reference
+// still checks.
+func TestAnswer2019Definitions(t *testing.T) {
+	answer := json.RawMessage(`{"$schema":"https://json-schema.org/draft/2019-09/schema","definitions":{"Text":{"type":"array","items":{"type":"object","properties":{"text":{"description":"some text","type":"string"}},"required":["text"]}}},"$ref":"#/definitions/Text"}`)
+	args, err := Compile(FinalAnswerArgs(answer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := args.ValidateJSON([]byte(`{"answer":[{"text":"a"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := args.ValidateJSON([]byte(`{"answer":[{"text":1}]}`)); err == nil || !strings.Contains(err.Error(), "at /answer/0/text") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// An answer schema is JSON whatever its numbers: one beyond float64 is
+// kept as written, not refused as "not JSON".
+func TestCompileAnswerBigNumbers(t *testing.T) {
+	raw, err := CompileAnswer([]byte(`{"properties":{"big":{"enum":[18446744073709551616]},"huge":{"const":1e400}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckAnswer(raw, []byte(`{"big":18446744073709551616}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckAnswer(raw, []byte(`{"big":18446744073709551617}`)); err == nil {
+		t.Fatal("a different big number passed")
+	}
+	for _, bad := range []string{`[1]`, `"x"`, `1e400`} {
+		if _, err := CompileAnswer([]byte(bad)); err == nil || !strings.Contains(err.Error(), "a schema is a JSON object") {
+			t.Errorf("%s: %v", bad, err)
 		}
 	}
 }

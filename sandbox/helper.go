@@ -34,6 +34,12 @@ type Spec struct {
 	// subreaper of what the program left running in the background, until
 	// that has ended, ending it all when tact dies or sends SIGUSR1.
 	Program bool `json:"program,omitempty"`
+	// NoPIDNS runs a confined command without a PID namespace of its own
+	// (the kernel refused one to an earlier command, or a benchmark).
+	NoPIDNS bool `json:"no_pidns,omitempty"`
+	// TestRefusePIDNS makes the helper act as if the kernel refused the
+	// PID namespace (tests of the fallback).
+	TestRefusePIDNS bool `json:"test_refuse_pidns,omitempty"`
 }
 
 // Report is the helper's answer on a second pipe (fd 4), written once
@@ -43,6 +49,9 @@ type Report struct {
 	Status  uint32 `json:"status"`          // the command's wait status
 	Error   string `json:"error,omitempty"` // why the command did not start
 	Code    int    `json:"code,omitempty"`  // exit code for Error: 126 or 127
+	// NoPIDNS says why a confined command ran without a PID namespace of
+	// its own ("": it had one, or was not confined).
+	NoPIDNS string `json:"no_pidns,omitempty"`
 	ok      bool   // a report arrived at all
 }
 

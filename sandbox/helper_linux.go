@@ -52,6 +52,9 @@ func DetectLandlockABI() int {
 // caller must hold its OS thread locked until the helper has exited: the
 // helper's parent-death signal fires when that thread ends.
 func Start(spec Spec, files [3]*os.File) (*os.Process, <-chan Report, error) {
+	if pidNSRefused.Load() {
+		spec.NoPIDNS = true
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -99,6 +102,7 @@ func Start(spec Spec, files [3]*os.File) (*os.Process, <-chan Report, error) {
 		b, _ := io.ReadAll(io.LimitReader(repR, 1<<20))
 		if len(b) > 0 && json.Unmarshal(b, &rep) == nil {
 			rep.ok = true
+			notePIDNS(rep.NoPIDNS)
 		}
 		report <- rep
 	}()
@@ -144,7 +148,7 @@ func helperMain() int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1)
 
-	pid, err := startConfined(spec)
+	pid, nsStatus, noPIDNS, err := startConfined(spec)
 	if err != nil {
 		code := ExitCannotExecute
 		if errors.Is(err, fs.ErrNotExist) {
@@ -166,11 +170,35 @@ func helperMain() int {
 		exited bool
 		now    bool // kill at once, no grace (tact's second Ctrl-C)
 	)
-	select {
-	case status = <-cmdDone:
-		exited = true
-	case s := <-sigs:
-		now = s == syscall.SIGUSR1
+wait:
+	for {
+		select {
+		case status = <-cmdDone:
+			exited = true
+			if nsStatus != nil {
+				// The init ended: the command's own status, when it sent it.
+				if st, ok := <-nsStatus; ok {
+					status = syscall.WaitStatus(st.Status)
+				}
+			}
+			break wait
+		case st, ok := <-nsStatus:
+			if !ok {
+				nsStatus = nil // the init died without a word: its wait says how
+				continue
+			}
+			// The command, under its PID namespace's init, is done; the
+			// init waits for what it left running, which endTree ends below
+			// (alone, it ends at once: nothing to end).
+			status, exited = syscall.WaitStatus(st.Status), true
+			if st.Alone {
+				<-allGone
+			}
+			break wait
+		case s := <-sigs:
+			now = s == syscall.SIGUSR1
+			break wait
+		}
 	}
 	if exited && spec.Program {
 		return lingerForProgram(report, status, grace, sigs, allGone)
@@ -181,8 +209,14 @@ func helperMain() int {
 	<-allGone
 	if !exited {
 		status = <-cmdDone
+		if nsStatus != nil {
+			// The init's own status says nothing of the command's.
+			if st, ok := <-nsStatus; ok {
+				status = syscall.WaitStatus(st.Status)
+			}
+		}
 	}
-	writeReport(report, Report{Started: true, Status: uint32(status)})
+	writeReport(report, Report{Started: true, Status: uint32(status), NoPIDNS: noPIDNS})
 	return WaitStatusCode(status)
 }
 
@@ -193,35 +227,89 @@ func helperMain() int {
 // cannot kill the helper that is to clean up after it). Confining a thread
 // of the helper instead left that thread inside the domain until it ended, a
 // window in which a quick command could kill the helper through it.
-func startConfined(spec Spec) (int, error) {
+//
+// A confined command also gets a PID namespace of its own with its own
+// /proc (pidns_linux.go): the first stage is its init, and nsStatus then
+// brings the command's wait status. Where the kernel refuses one, the
+// command runs as before and noPIDNS says why.
+func startConfined(spec Spec) (pid int, nsStatus <-chan nsStatus, noPIDNS string, err error) {
 	if !spec.Landlock {
 		pid, err := syscall.ForkExec(spec.Prog, spec.Argv, &syscall.ProcAttr{Dir: spec.Dir, Env: spec.Env, Files: []uintptr{0, 1, 2}})
 		if err != nil {
 			err = fmt.Errorf("start %s: %w", spec.Argv[0], err)
 		}
-		return pid, err
+		return pid, nil, "", err
 	}
+	if !spec.NoPIDNS {
+		pid, nsStatus, err = startStage2(spec, true)
+		var refused *pidNSError
+		if !errors.As(err, &refused) {
+			return pid, nsStatus, "", err
+		}
+		noPIDNS = refused.Error()
+	}
+	pid, _, err = startStage2(spec, false)
+	return pid, nil, noPIDNS, err
+}
+
+// startStage2 starts the first stage; with pidns it is the init of a new
+// PID namespace (and mount namespace, for its /proc): a *pidNSError then
+// says the kernel refused that, and nothing ran.
+func startStage2(spec Spec, pidns bool) (int, <-chan nsStatus, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	failR, failW, err := os.Pipe()
 	if err != nil {
 		specR.Close()
 		specW.Close()
-		return 0, err
+		return 0, nil, err
 	}
-	pid, err := syscall.ForkExec("/proc/self/exe", []string{os.Args[0], sandboxStage2Arg}, &syscall.ProcAttr{
+	files := []uintptr{0, 1, 2, specR.Fd(), failW.Fd()}
+	argv := []string{os.Args[0], sandboxStage2Arg}
+	var statusR, statusW *os.File
+	var sys *syscall.SysProcAttr
+	if pidns && spec.TestRefusePIDNS {
+		specR.Close()
+		specW.Close()
+		failR.Close()
+		failW.Close()
+		return 0, nil, &pidNSError{"the kernel refused a new PID namespace: refused for a test"}
+	}
+	if pidns {
+		if statusR, statusW, err = os.Pipe(); err != nil {
+			specR.Close()
+			specW.Close()
+			failR.Close()
+			failW.Close()
+			return 0, nil, err
+		}
+		files = append(files, statusW.Fd())
+		argv = append(argv, stage2InitArg)
+		sys = pidNSAttr()
+	}
+	pid, err := syscall.ForkExec("/proc/self/exe", argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   helperEnv(),
-		Files: []uintptr{0, 1, 2, specR.Fd(), failW.Fd()},
+		Files: files,
+		Sys:   sys,
 	})
 	specR.Close()
 	failW.Close()
+	if statusW != nil {
+		statusW.Close()
+	}
 	if err != nil {
 		specW.Close()
 		failR.Close()
-		return 0, fmt.Errorf("sandbox: starting the confined stage: %w", err)
+		if statusR != nil {
+			statusR.Close()
+		}
+		if pidns {
+			return 0, nil, &pidNSError{fmt.Sprintf("the kernel refused a new PID namespace: %v", err)}
+		}
+		return 0, nil, fmt.Errorf("sandbox: starting the confined stage: %w", err)
 	}
 	go func() {
 		enc := json.NewEncoder(specW)
@@ -233,7 +321,14 @@ func startConfined(spec Spec) (int, error) {
 	b, _ := io.ReadAll(io.LimitReader(failR, 1<<16))
 	failR.Close()
 	if len(b) == 0 {
-		return pid, nil
+		var status <-chan nsStatus
+		if statusR != nil {
+			status = readNSStatus(statusR)
+		}
+		return pid, status, nil
+	}
+	if statusR != nil {
+		statusR.Close()
 	}
 	var ws syscall.WaitStatus
 	for {
@@ -245,10 +340,13 @@ func startConfined(spec Spec) (int, error) {
 	if json.Unmarshal(b, &f) != nil {
 		f.Error = "sandbox: the confined stage failed"
 	}
-	if f.NotFound {
-		return 0, fmt.Errorf("%s: %w", f.Error, fs.ErrNotExist)
+	switch {
+	case f.Namespace:
+		return 0, nil, &pidNSError{f.Error}
+	case f.NotFound:
+		return 0, nil, fmt.Errorf("%s: %w", f.Error, fs.ErrNotExist)
 	}
-	return 0, errors.New(f.Error)
+	return 0, nil, errors.New(f.Error)
 }
 
 // sandboxStage2Arg is argv[1] of the command's first stage (startConfined).
@@ -258,6 +356,9 @@ const sandboxStage2Arg = "__sandbox-stage2"
 type stage2Failure struct {
 	Error    string `json:"error"`
 	NotFound bool   `json:"not_found,omitempty"`
+	// Namespace: the PID namespace's /proc could not be set up; nothing
+	// ran, and the helper tries again without the namespace.
+	Namespace bool `json:"namespace,omitempty"`
 }
 
 // stage2Main confines the calling thread and execs the command from it; the
@@ -278,6 +379,13 @@ func stage2Main() int {
 	if err := json.NewDecoder(io.LimitReader(os.NewFile(3, "spec"), maxHelperSpec)).Decode(&spec); err != nil {
 		return fail(stage2Failure{Error: "sandbox: reading the command: " + err.Error()})
 	}
+	init := len(os.Args) > 2 && os.Args[2] == stage2InitArg
+	if init {
+		syscall.CloseOnExec(5)
+		if err := mountOwnProc(); err != nil {
+			return fail(stage2Failure{Error: err.Error(), Namespace: true})
+		}
+	}
 	// init sealed this process's descriptors; again here, the last point
 	// before the command, in case anything since left one open.
 	if err := procsafe.Seal(); err != nil {
@@ -289,6 +397,9 @@ func stage2Main() int {
 	}
 	if err := dropPtraceCapability(); err != nil {
 		return fail(stage2Failure{Error: "sandbox: " + err.Error()})
+	}
+	if init {
+		return initMain(spec, failFile, fail)
 	}
 	err := syscall.Exec(spec.Prog, spec.Argv, spec.Env)
 	return fail(stage2Failure{Error: fmt.Sprintf("start %s: %v", spec.Argv[0], err), NotFound: errors.Is(err, syscall.ENOENT)})

@@ -5,7 +5,6 @@ package main
 // them from synth's F16 copy of the same weights, as people make theirs.
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,11 +13,12 @@ import (
 
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/llm/llamalib"
+	"github.com/tactcli/tact/llm/llamaruntime"
 )
 
 var (
 	quantFlag   = flag.String("quant", "q8_0", "the generated bench model's quantization: q8_0 (synth's own) or q4_k_m (made by the runtime's quantizer)")
-	runtimeFlag = flag.String("runtime", os.Getenv("TACT_RUNTIME_DIR"), "llama.cpp runtime directory whose quantizer makes the q4_k_m bench model (default $TACT_RUNTIME_DIR)")
+	runtimeFlag = flag.String("runtime", os.Getenv("TACT_RUNTIME_DIR"), "llama.cpp runtime directory whose quantizer makes the q4_k_m bench model (default $TACT_RUNTIME_DIR, else the one tact uses)")
 )
 
 // benchQuants maps -quant to llama.cpp's file type (0: synth writes it).
@@ -37,10 +37,15 @@ func benchModel(quant string) (string, error) {
 		progress("generating the bench model into %s (once)", synth.CacheDir())
 		return synth.Ensure(synth.CacheDir(), synth.Bench)
 	}
-	if *runtimeFlag == "" {
-		return "", errors.New("-quant " + quant + ": the quantizer is the runtime's: give -runtime DIR or set TACT_RUNTIME_DIR")
+	dir := *runtimeFlag
+	if dir == "" {
+		r, err := llamaruntime.Locate(llamaruntime.LocateOptions{})
+		if err != nil {
+			return "", fmt.Errorf("-quant %s: the quantizer is the runtime's: %w", quant, err)
+		}
+		dir = r.Dir
 	}
-	lib, err := llamalib.Open(*runtimeFlag, "")
+	lib, err := llamalib.Open(dir, "")
 	if err != nil {
 		return "", err
 	}

@@ -100,9 +100,9 @@ func TestConstructs(t *testing.T) {
 			[]string{`"dog"`}, nil, []string{"pattern"}},
 		{"string lengths", `{"type":"string","minLength":2,"maxLength":3}`,
 			[]string{`"ab"`, `"a\"c"`, `"éλ中"`}, []string{`"a"`, `"abcd"`}, nil},
-		{"date", `{"type":"string","format":"date"}`, []string{`"2026-11-28"`}, []string{`"2026-13-01"`, `"26-11-28"`}, nil},
-		{"time", `{"type":"string","format":"time"}`, []string{`"23:59:60Z"`, `"08:00:00.5+01:00"`}, []string{`"24:00:00Z"`, `"08:00"`}, nil},
-		{"date-time", `{"type":"string","format":"date-time"}`, []string{`"2026-11-28T23:38:01Z"`}, []string{`"2026-11-28 23:38:01"`}, nil},
+		{"date", `{"type":"string","format":"date"}`, []string{`"2026-11-28"`}, []string{`"2026-13-01"`, `"26-11-28"`}, []string{"format (the calendar)"}},
+		{"time", `{"type":"string","format":"time"}`, []string{`"23:59:60Z"`, `"08:00:00.5+01:00"`}, []string{`"24:00:00Z"`, `"08:00"`}, []string{"format (the calendar)"}},
+		{"date-time", `{"type":"string","format":"date-time"}`, []string{`"2026-11-28T23:38:01Z"`}, []string{`"2026-11-28 23:38:01"`}, []string{"format (the calendar)"}},
 		{"uuid", `{"type":"string","format":"uuid"}`, []string{`"123e4567-e89b-12d3-a456-426614174000"`}, []string{`"123e4567e89b12d3a456426614174000"`}, nil},
 		{"unknown format is widened", `{"type":"string","format":"email"}`, []string{`"x"`}, nil, []string{"format"}},
 		{"integer range", `{"type":"integer","minimum":-12,"maximum":105}`,
@@ -243,5 +243,23 @@ func TestTooBigNamesPath(t *testing.T) {
 	_, err := FromSchema(json.RawMessage(b.String()))
 	if err == nil || !strings.Contains(err.Error(), "#/properties/p") || !strings.Contains(err.Error(), "MiB") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// An answer schema as tact embeds it (schema.FinalAnswerArgs: a resource
+// of its own, draft-04's id and $schema kept): its references resolve in
+// the grammar as in the validator.
+func TestEmbeddedAnswerSchemas(t *testing.T) {
+	for _, answer := range []string{
+		`{"$defs":{"w":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}},"type":"object","properties":{"where":{"$ref":"#/$defs/w"}},"required":["where"]}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://x.test/a.json","definitions":{"n":{"id":"#n","type":"integer","minimum":1,"maximum":5}},"type":"object","properties":{"v":{"$ref":"#n"}},"required":["v"]}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","$ref":"#/definitions/x","definitions":{"x":{"type":"array","items":{"type":"string","format":"date"}}}}`,
+	} {
+		args := string(schema.FinalAnswerArgs(json.RawMessage(answer)))
+		g, pg := parse(t, args)
+		if len(g.Widened) > 0 && !slices.Equal(g.Widened, []string{"format (the calendar)"}) {
+			t.Errorf("%s: widened %q\n%s", args, g.Widened, g.GBNF)
+		}
+		drawValid(t, args, g, pg, 100, 5)
 	}
 }

@@ -442,6 +442,9 @@ func (b *builder) str(x *node, at string) (string, error) {
 			if x.pattern != "" || x.minLen >= 0 || x.maxLen >= 0 {
 				b.widen("pattern/minLength/maxLength beside format")
 			}
+			if x.format != "uuid" {
+				b.widen("format (the calendar)") // the syntax is held, not February 30th
+			}
 			return b.prim(x.format), nil
 		}
 		b.widen("format")

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"container/list"
 	"encoding/json"
 	"fmt"
@@ -122,11 +123,12 @@ func normalizeSchema(raw json.RawMessage, args, full bool) (*Normalized, error) 
 		full:      full,
 		defs:      map[*object]*recDef{},
 	}
-	if o, ok := doc.(*object); ok {
-		if s, ok := o.vals["$schema"].(string); ok && (strings.Contains(s, "draft-04") || strings.Contains(s, "draft-03")) {
-			n.draft4 = true
-		}
-	}
+	// A draft-04 document, or one embedding a draft-04 resource (Embed
+	// keeps an answer schema's "$schema" and "id"): "id" sets bases. In a
+	// later dialect's part "id" is then read too; a base it sets wrongly
+	// makes a $ref this walk cannot resolve, which is loosened, never
+	// narrowed.
+	n.draft4 = bytes.Contains(raw, []byte("json-schema.org/draft-04/")) || bytes.Contains(raw, []byte("json-schema.org/draft-03/"))
 	n.index(doc, root)
 	if o, ok := doc.(*object); ok {
 		n.stack = append(n.stack, o)

@@ -195,3 +195,38 @@ func TestGrammarSampledCorpus(t *testing.T) {
 	}
 	t.Logf("%d replies over %d schemas, %d validate", total, len(cases), valid)
 }
+
+// BenchmarkGrammarLargest converts the corpus' largest schema with the
+// binding's converter (before) and tact's (after), reporting the
+// grammar's size; the time includes llama.cpp parsing the grammar.
+func BenchmarkGrammarLargest(b *testing.B) {
+	t := &testing.T{}
+	cases := corpusSchemas(t)
+	var name string
+	for n, raw := range cases {
+		if len(raw) > len(cases[name]) {
+			name = n
+		}
+	}
+	raw := cases[name]
+	b.Logf("largest: %s, %d bytes", name, len(raw))
+	for _, conv := range []struct {
+		label string
+		f     func([]byte) (string, error)
+	}{{"binding", bindingGBNF}, {"tact", schemaGBNF}} {
+		b.Run(conv.label, func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				gb, err := conv.f(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !llamaParses(gb) {
+					b.Fatal("llama.cpp cannot parse it")
+				}
+				size = len(gb)
+			}
+			b.ReportMetric(float64(size), "grammar-bytes")
+		})
+	}
+}

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tactcli/tact/grammar"
 	"github.com/tactcli/tact/internal/synth"
+	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/schema/schematest"
 )
 
@@ -75,6 +77,13 @@ func TestSchemaCorpusTinyModel(t *testing.T) {
 	}
 	answers, refused := 0, 0
 	for name, raw := range schemas {
+		// Where the grammar widens nothing, it alone makes every answer
+		// valid: a run may not end invalid_answer.
+		g, err := grammar.FromSchema(schema.FinalAnswerArgs(json.RawMessage(raw)))
+		if err != nil {
+			t.Errorf("%s: no grammar: %v", name, err)
+			continue
+		}
 		file := c.file("schema.json", raw)
 		p := c.start(strings.NewReader(strings.Join(lines, "\n")+"\n"), nil, "batch", "--model", model, "--workspace", c.ws,
 			"--no-plan", "--max-iterations", "1", "--parallel", "4", "--max-tokens", "512", "--temperature", "1", "--schema", "@"+file)
@@ -90,6 +99,7 @@ func TestSchemaCorpusTinyModel(t *testing.T) {
 				ExitCode int             `json:"exit_code"`
 				Answer   json.RawMessage `json:"final_answer"`
 				Reason   string          `json:"termination_reason"`
+				Message  string          `json:"message"`
 			}
 			if err := json.Unmarshal(sc.Bytes(), &res); err != nil {
 				t.Fatalf("%s: %v: %s", name, err, sc.Text())
@@ -97,6 +107,11 @@ func TestSchemaCorpusTinyModel(t *testing.T) {
 			switch {
 			case res.ExitCode == 11:
 				refused++
+				if len(g.Widened) == 0 {
+					t.Errorf("%s: invalid_answer though the grammar widens nothing: %s", name, res.Message)
+				} else {
+					t.Logf("%s: invalid_answer (the grammar widens %q): %s", name, g.Widened, res.Message)
+				}
 				if len(res.Answer) > 0 && string(res.Answer) != "null" && string(res.Answer) != `""` {
 					t.Errorf("%s: exit 11 with an answer %s", name, res.Answer)
 				}

@@ -140,9 +140,6 @@ func TestConstructs(t *testing.T) {
 		{"oneOf is widened", `{"oneOf":[{"type":"integer"},{"type":"number"}]}`, []string{`1`, `1.5`}, nil, []string{"oneOf"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := schema.Compile(json.RawMessage(tc.schema)); err != nil && strings.Contains(err.Error(), "not valid regex") {
-				t.Skip("REMOVE: the validator's ECMA-262 engine has not landed yet")
-			}
 			g, pg := parse(t, tc.schema)
 			for _, s := range tc.in {
 				if !pg.Accepts(s) {

@@ -27,10 +27,15 @@ func bindingGBNF(raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cs := C.CString(string(n.Schema))
+	return bindingConvert(n.Schema)
+}
+
+// bindingConvert is llama.cpp's converter on a schema as it is.
+func bindingConvert(sch []byte) (string, error) {
+	cs := C.CString(string(sch))
 	defer C.free(unsafe.Pointer(cs))
 	const maxGBNF = 64 << 20
-	size := max(32<<10, 4*len(n.Schema))
+	size := max(32<<10, 4*len(sch))
 	for {
 		buf := (*C.char)(C.malloc(C.size_t(size)))
 		got := int(C.schema_to_grammar(cs, buf, C.size_t(size)))
@@ -41,7 +46,7 @@ func bindingGBNF(raw []byte) (string, error) {
 		C.free(unsafe.Pointer(buf))
 		switch {
 		case got == 0:
-			return "", errors.New("llama.cpp's converter refused the normalized schema")
+			return "", errors.New("llama.cpp's converter refused the schema")
 		case gbnf != "":
 			return gbnf, nil
 		case size >= maxGBNF:

@@ -86,6 +86,7 @@ func TestGrammarDifferential(t *testing.T) {
 	sort.Strings(names)
 	var agree, newOnly, oldOnly, refusedBoth, widenedCount, drawn, drawnValid int
 	var newOnlyNames []string
+	oldWidened, oldKeys, newKeys := 0, map[string]int{}, map[string]int{}
 	for _, name := range names {
 		raw := cases[name]
 		v, err := schema.Compile(raw)
@@ -96,6 +97,14 @@ func TestGrammarDifferential(t *testing.T) {
 		oldOK := false
 		if gb, err := bindingGBNF(raw); err == nil {
 			oldOK = llamaParses(gb)
+		}
+		// What the old path left to the validator (llama.cpp's converter
+		// takes only what schema.Normalize leaves it).
+		if n, err := schema.Normalize(raw); err == nil && len(n.Loosened) > 0 {
+			oldWidened++
+			for _, k := range n.Loosened {
+				oldKeys[k]++
+			}
 		}
 		g, err := grammar.FromSchema(raw)
 		newOK := err == nil && llamaParses(g.GBNF)
@@ -117,6 +126,9 @@ func TestGrammarDifferential(t *testing.T) {
 		}
 		if len(g.Widened) > 0 {
 			widenedCount++
+			for _, k := range g.Widened {
+				newKeys[k]++
+			}
 		}
 		pg, err := gbnf.Parse(g.GBNF)
 		if err != nil {
@@ -139,6 +151,7 @@ func TestGrammarDifferential(t *testing.T) {
 	}
 	t.Logf("%d schemas: llama.cpp reads both grammars %d, only the new %d %v, only the old %d, neither %d; %d widened; %d/%d draws validate",
 		len(cases), agree, newOnly, newOnlyNames, oldOnly, refusedBoth, widenedCount, drawnValid, drawn)
+	t.Logf("schemas whose grammar leaves something to the validator: before %d %v, now %d %v", oldWidened, oldKeys, widenedCount, newKeys)
 }
 
 // TestGrammarSampledCorpus samples the tiny random-weight model under each

@@ -273,13 +273,37 @@ func TestCancelKillsCommand(t *testing.T) {
 		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": `sh -c 'echo $$ > pid.txt; exec sleep 300'`}})
 		done <- err
 	}()
-	pid := waitPID(t, filepath.Join(f.ws, "pid.txt"), done)
+	waitPID(t, filepath.Join(f.ws, "pid.txt"), done)
+	// Its $$ is a pid of the command's own PID namespace: the system's
+	// pids are those working in the workspace.
+	pids := processesIn(f.ws)
+	if len(pids) == 0 {
+		t.Fatal("no process runs in the workspace")
+	}
 	cancel()
 	<-done
 	// The tool ends the command's process group and reaps it.
-	for alive(pid) {
-		time.Sleep(10 * time.Millisecond)
+	for _, pid := range pids {
+		for alive(pid) {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
+}
+
+// processesIn lists the live processes whose working directory is dir.
+func processesIn(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && cwd == dir && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // waitPID waits until the command has written its pid.

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tactcli/tact/history"
 )
@@ -539,21 +540,44 @@ func TestHistoryResumeRefusals(t *testing.T) {
 	}
 }
 
-// waitShellGone waits until the process whose pid the file holds has ended.
+// waitShellGone waits until the killed run's step, which wrote pidFile, has
+// ended.
 func waitShellGone(t *testing.T, pidFile string) {
 	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
+	if _, err := os.ReadFile(pidFile); err != nil {
 		t.Fatal(err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("%s: %v", pidFile, err)
-	}
-	for range 20 { // processGone waits up to 3 s a call
-		if processGone(pid) {
+	// The shell's $$ is a pid of its own PID namespace (a confined
+	// command's), not the system's: the processes still working in the
+	// workspace are found by their directory instead.
+	ws := filepath.Dir(pidFile)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left := processesIn(ws)
+		if len(left) == 0 {
 			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed run's processes %v are still running in %s", left, ws)
+		}
 	}
-	t.Fatalf("the killed run's shell %d is still running", pid)
+}
+
+// processesIn lists the live processes whose working directory is dir.
+func processesIn(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err != nil || cwd != dir {
+			continue
+		}
+		if processGone(pid) {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
 }

@@ -46,10 +46,54 @@ func (rt *Runtime) openHistory(s *config.Settings) {
 	if rt.hist == nil {
 		return
 	}
-	maxAge, maxSize := s.HistoryMaxAge, int64(s.HistoryMaxSize)
+	rt.startPruning(s.HistoryMaxAge, int64(s.HistoryMaxSize))
+}
+
+// pruneWait bounds how long Close waits for the history's prune to finish
+// (a short command, cron's, exits after it, so the limits hold from the next
+// run); one cut there is not recorded and runs again next time.
+const pruneWait = 10 * time.Second
+
+// pruneEvery is how often a runtime that stays open (tact serve, tact mcp
+// serve, tact chat) asks whether a prune is due (history.MaybePrune: once
+// a day, or at once when a quarter over --history-max-size); a variable
+// for tests.
+var pruneEvery = time.Hour
+
+// startPruning prunes the history in the background, now and then every
+// pruneEvery until Close, which waits for the first prune (within
+// pruneWait) and stops the rest.
+func (rt *Runtime) startPruning(maxAge time.Duration, maxSize int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	first, done := make(chan struct{}), make(chan struct{})
+	rt.pruneStop = func() {
+		select {
+		case <-first:
+		case <-time.After(pruneWait):
+			slog.Debug("pruning the run history: not finished within " + pruneWait.String() + "; it goes on at the next run")
+		}
+		cancel()
+		<-done
+	}
+	hist := rt.hist
 	go func() {
-		if _, _, err := rt.hist.MaybePrune(context.Background(), maxAge, maxSize); err != nil {
-			slog.Debug("pruning the run history", "err", err)
+		defer close(done)
+		prune := func() {
+			if _, _, err := hist.MaybePrune(ctx, maxAge, maxSize); err != nil && ctx.Err() == nil {
+				slog.Debug("pruning the run history", "err", err)
+			}
+		}
+		prune()
+		close(first)
+		tick := time.NewTicker(pruneEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				prune()
+			}
 		}
 	}()
 }

@@ -86,6 +86,7 @@ type Runtime struct {
 	mcp       *mcp.Manager
 	closers   []io.Closer
 	hist      *history.Store  // nil: runs are not recorded
+	pruneStop func()          // waits for the history's first prune, stops the rest (nil: none)
 	hooks     *hooks.Config   // the user's hooks file (nil: none)
 	policy    *policy.Policy  // the policy file as Open read it
 	approver  policy.Approver // --approve-cmd (nil: none)
@@ -271,6 +272,10 @@ func (rt *Runtime) Close() error {
 	if rt.traceFile != nil {
 		errs = append(errs, rt.traceFile.Close())
 		rt.traceFile = nil
+	}
+	if rt.pruneStop != nil {
+		rt.pruneStop()
+		rt.pruneStop = nil
 	}
 	if rt.hist != nil {
 		// Its errors were the store's one warning: they never fail a run.

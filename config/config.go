@@ -54,7 +54,7 @@ type Settings struct {
 	// The run history (docs/history.md).
 	History        bool          `envconfig:"TACT_HISTORY" flag:"no-history" default:"true" desc:"keep every run in the run history, $XDG_STATE_HOME/tact/runs.db (false, or the flag --no-history: keep none)"`
 	HistoryMaxAge  time.Duration `envconfig:"TACT_HISTORY_MAX_AGE" flag:"history-max-age" default:"2160h" desc:"runs older than this leave the run history, checked at most once a day (0: kept whatever their age)"`
-	HistoryMaxSize ByteSize      `envconfig:"TACT_HISTORY_MAX_SIZE" flag:"history-max-size" default:"256MiB" desc:"the run history is kept under this size, oldest runs leaving first, checked at most once a day (0: no cap)"`
+	HistoryMaxSize ByteSize      `envconfig:"TACT_HISTORY_MAX_SIZE" flag:"history-max-size" default:"256MiB" desc:"the run history is kept under this size, oldest runs leaving first, checked once a day, and at once when a quarter over (0: no cap)"`
 
 	// Executor.
 	AllowTools           []string `envconfig:"TACT_ALLOW_TOOLS" flag:"allow-tools" split:"comma" desc:"comma-separated tools the run may use (default: the tools the plan names)"`

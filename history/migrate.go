@@ -100,6 +100,16 @@ INSERT INTO run_fts (rowid, thought, observation)
 	// last finished step, JSON), for resuming it; emptied when the run
 	// succeeds.
 	`ALTER TABLE runs ADD COLUMN checkpoint TEXT NOT NULL DEFAULT '';`,
+	// Big JSON string values, stored once per run (blobs.go).
+	`
+CREATE TABLE blobs (
+	hash TEXT    NOT NULL,
+	run  INTEGER NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
+	data TEXT    NOT NULL,
+	PRIMARY KEY (hash, run)
+);
+CREATE INDEX blobs_run ON blobs (run);
+`,
 }
 
 func userVersion(ctx context.Context, q interface {

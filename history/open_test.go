@@ -54,7 +54,7 @@ func TestOpenCreatesPrivateDatabase(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	for pragma, want := range map[string]string{"journal_mode": "wal", "auto_vacuum": "2", "foreign_keys": "1", "user_version": "3"} {
+	for pragma, want := range map[string]string{"journal_mode": "wal", "auto_vacuum": "2", "foreign_keys": "1", "user_version": "4"} {
 		var got string
 		if err := s.db.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
 			t.Fatal(err)
@@ -63,7 +63,7 @@ func TestOpenCreatesPrivateDatabase(t *testing.T) {
 			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
 		}
 	}
-	if len(migrations) != 3 {
+	if len(migrations) != 4 {
 		t.Errorf("the test above expects user_version %d", len(migrations))
 	}
 }

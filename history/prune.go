@@ -83,48 +83,72 @@ func (s *Store) Prune(ctx context.Context, maxAge time.Duration, maxSize int64) 
 	return res, nil
 }
 
-// MaybePrune prunes (as Prune) when the last prune by any process was
-// PruneInterval or longer ago, and reports whether it did. Callers run it
-// in the background at startup.
+// MaybePrune prunes (as Prune) when it is due, and reports whether it did:
+// when the last prune that finished, by any process, was PruneInterval or
+// longer ago, or the database is over maxSize by a quarter (a lowered
+// --history-max-size holds from the next run, not the next day). The time
+// is recorded only once the prune has finished: one cut short (a short
+// command exits, ctx ends) is due again next time. Two processes may prune
+// at once; each deletion is its own transaction, so the second finds less
+// to do.
 func (s *Store) MaybePrune(ctx context.Context, maxAge time.Duration, maxSize int64) (bool, PruneResult, error) {
 	if s == nil {
 		return false, PruneResult{}, ErrClosed
 	}
 	now := s.opts.Now()
-	due, err := s.claimPrune(ctx, now)
+	due, err := s.pruneDue(ctx, now, maxSize)
 	if err != nil || !due {
 		return false, PruneResult{}, err
 	}
 	res, err := s.Prune(ctx, maxAge, maxSize)
-	return true, res, err
+	if err != nil {
+		return true, res, err
+	}
+	if err := ctx.Err(); err != nil {
+		return true, res, err
+	}
+	return true, res, s.recordPrune(ctx, now)
 }
 
-// claimPrune records now as the last prune time when a prune is due, in
-// one transaction so concurrent processes prune once.
-func (s *Store) claimPrune(ctx context.Context, now time.Time) (bool, error) {
-	tx, err := beginImmediate(ctx, s.db, s.opts.BusyTimeout)
-	if err != nil {
-		return false, classify(s.path, "prune", err)
-	}
-	defer tx.Rollback()
+// pruneDue reports whether a prune is due (MaybePrune).
+func (s *Store) pruneDue(ctx context.Context, now time.Time, maxSize int64) (bool, error) {
 	var v string
-	err = tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", metaLastPrune).Scan(&v)
+	err := s.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", metaLastPrune).Scan(&v)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, classify(s.path, "read last prune time", err)
 	}
-	if last, perr := strconv.ParseInt(v, 10, 64); err == nil && perr == nil {
-		if since := now.Sub(time.Unix(0, last)); since >= 0 && since < PruneInterval {
-			return false, nil
-		}
+	last, perr := strconv.ParseInt(v, 10, 64)
+	if err != nil || perr != nil {
+		return true, nil
 	}
+	if since := now.Sub(time.Unix(0, last)); since < 0 || since >= PruneInterval {
+		return true, nil
+	}
+	if maxSize <= 0 {
+		return false, nil
+	}
+	size, err := s.usedSize(ctx)
+	if err != nil {
+		return false, err
+	}
+	return size > maxSize+maxSize/4, nil
+}
+
+// recordPrune records now as the last prune time.
+func (s *Store) recordPrune(ctx context.Context, now time.Time) error {
+	tx, err := beginImmediate(ctx, s.db, s.opts.BusyTimeout)
+	if err != nil {
+		return classify(s.path, "record prune time", err)
+	}
+	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
 		metaLastPrune, strconv.FormatInt(now.UnixNano(), 10)); err != nil {
-		return false, classify(s.path, "record prune time", err)
+		return classify(s.path, "record prune time", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return false, classify(s.path, "record prune time", err)
+		return classify(s.path, "record prune time", err)
 	}
-	return true, nil
+	return nil
 }
 
 // deleteRuns runs a DELETE on runs in a write transaction; the foreign keys

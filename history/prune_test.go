@@ -148,3 +148,50 @@ func fileSize(t *testing.T, path string) int64 {
 	mustDo(t, err)
 	return fi.Size()
 }
+
+// TestMaybePruneWhenOverSize: a history a quarter over maxSize is pruned
+// at once, whenever the last prune was (a lowered --history-max-size holds
+// from the next run); within a quarter it waits for the day.
+func TestMaybePruneWhenOverSize(t *testing.T) {
+	c := &clock{now: at(0)}
+	s := openTest(t, Options{Now: c.Now})
+	ctx := context.Background()
+	ran, _, err := s.MaybePrune(ctx, 0, 0) // yesterday's prune, say
+	mustDo(t, err)
+	if !ran {
+		t.Fatal("the first prune did not run")
+	}
+	text := strings.Repeat("some observed output ", 200)
+	for i := range 100 {
+		record(s, Run{ID: fmt.Sprintf("run%03d", i), StartedAt: at(time.Duration(i) * time.Minute)}, 0, Final{Reason: "answered", Answer: text})
+	}
+	flush(t, s)
+	size, err := s.usedSize(ctx)
+	mustDo(t, err)
+	c.Set(at(time.Hour))
+	if ran, _, err := s.MaybePrune(ctx, 0, size-size/10); ran || err != nil {
+		t.Errorf("10%% over: pruned %v, %v; want it left for the day", ran, err)
+	}
+	ran, res, err := s.MaybePrune(ctx, 0, size/2)
+	if !ran || err != nil || res.SizeAfter > size/2 {
+		t.Errorf("twice the size: pruned %v, %+v, %v", ran, res, err)
+	}
+}
+
+// TestMaybePruneCutShortIsDueAgain: a prune that did not finish (its
+// context ended) is not recorded, so the next one runs.
+func TestMaybePruneCutShortIsDueAgain(t *testing.T) {
+	c := &clock{now: at(0)}
+	s := openTest(t, Options{Now: c.Now})
+	record(s, Run{ID: "old", StartedAt: at(-100 * 24 * time.Hour)}, 1, Final{Reason: "answered"})
+	flush(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := s.MaybePrune(ctx, 30*24*time.Hour, 0); err == nil {
+		t.Fatal("a cancelled prune reported no error")
+	}
+	ran, res, err := s.MaybePrune(context.Background(), 30*24*time.Hour, 0)
+	if !ran || err != nil || res.Runs != 1 {
+		t.Errorf("after a cut prune: %v, %+v, %v; want it run again", ran, res, err)
+	}
+}

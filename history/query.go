@@ -103,6 +103,10 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	if err := rows.Err(); err != nil {
 		return nil, classify(s.path, "list runs", err)
 	}
+	rows.Close()
+	for i := range out {
+		s.expandRecord(ctx, &out[i])
+	}
 	return out, nil
 }
 
@@ -156,7 +160,7 @@ func (s *Store) Checkpoint(ctx context.Context, runID string) (string, error) {
 	if err != nil {
 		return "", classify(s.path, "read the checkpoint of run "+runID, err)
 	}
-	return cp, nil
+	return s.expandText(ctx, cp), nil
 }
 
 // Last returns the newest run in workspace (for --continue).
@@ -175,7 +179,13 @@ func (s *Store) one(ctx context.Context, what, q string, args ...any) (Record, e
 	if err != nil {
 		return Record{}, classify(s.path, "read "+what, err)
 	}
+	s.expandRecord(ctx, &r)
 	return r, nil
+}
+
+// expandRecord puts the blobs back into a record's plan and result.
+func (s *Store) expandRecord(ctx context.Context, r *Record) {
+	r.Plan, r.Result = s.expandText(ctx, r.Plan), s.expandText(ctx, r.Result)
 }
 
 // seqOf is the run's row number, or ErrNotFound.
@@ -223,6 +233,9 @@ prompt_tokens, completion_tokens, cached_tokens FROM steps WHERE run = ? ORDER B
 	if err := rows.Err(); err != nil {
 		return nil, classify(s.path, "read steps of "+runID, err)
 	}
+	for i := range out {
+		out[i].Args = s.expandText(ctx, out[i].Args)
+	}
 	return out, nil
 }
 
@@ -246,7 +259,7 @@ func (s *Store) Events(ctx context.Context, runID string, each func(line string)
 		if err := rows.Scan(&line); err != nil {
 			return classify(s.path, "read trace of "+runID, err)
 		}
-		if err := each(line); err != nil {
+		if err := each(s.expandText(ctx, line)); err != nil {
 			return err
 		}
 	}

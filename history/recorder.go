@@ -353,26 +353,38 @@ func (w *writeState) write(batch []op) error {
 				continue
 			}
 			p := o.step
-			if _, err := w.exec(ctx, sqlInsertStep, st.seq, p.Index, p.Thought, p.Tool, p.Args, p.Decision, p.Observation,
+			args, n, err := w.squeezeFor(ctx, st.seq, p.Args)
+			if err != nil {
+				return fmt.Errorf("step %d of run %s: %w", p.Index, o.rec.id, err)
+			}
+			if _, err := w.exec(ctx, sqlInsertStep, st.seq, p.Index, p.Thought, p.Tool, args, p.Decision, p.Observation,
 				p.ExitCode, unixNano(p.StartedAt), int64(p.Duration), p.Usage.Prompt, p.Usage.Completion, p.Usage.Cached); err != nil {
 				return fmt.Errorf("step %d of run %s: %w", p.Index, o.rec.id, err)
 			}
-			added[st.seq] += int64(len(p.Thought) + len(p.Tool) + len(p.Args) + len(p.Decision) + len(p.Observation))
+			added[st.seq] += n + int64(len(p.Thought)+len(p.Tool)+len(args)+len(p.Decision)+len(p.Observation))
 		case opEvent:
 			st, ok := w.runs[o.rec]
 			if !ok {
 				continue
 			}
-			if _, err := w.exec(ctx, sqlInsertEvent, st.seq, o.line); err != nil {
+			line, n, err := w.squeezeFor(ctx, st.seq, o.line)
+			if err != nil {
 				return fmt.Errorf("trace event of run %s: %w", o.rec.id, err)
 			}
-			added[st.seq] += int64(len(o.line))
+			if _, err := w.exec(ctx, sqlInsertEvent, st.seq, line); err != nil {
+				return fmt.Errorf("trace event of run %s: %w", o.rec.id, err)
+			}
+			added[st.seq] += n + int64(len(line))
 		case opCheckpoint:
 			st, ok := w.runs[o.rec]
 			if !ok {
 				continue
 			}
-			if _, err := w.exec(ctx, sqlCheckpoint, o.line, st.seq); err != nil {
+			cp, err := w.squeezeExisting(ctx, st.seq, o.line)
+			if err != nil {
+				return fmt.Errorf("checkpoint of run %s: %w", o.rec.id, err)
+			}
+			if _, err := w.exec(ctx, sqlCheckpoint, cp, st.seq); err != nil {
 				return fmt.Errorf("checkpoint of run %s: %w", o.rec.id, err)
 			}
 		case opEnd:
@@ -402,9 +414,10 @@ func (w *writeState) begin(ctx context.Context, o op, added map[int64]int64) err
 		w.s.warn(fmt.Errorf("run history %s: a run without an id is not recorded", w.s.path))
 		return nil
 	}
+	plan, blobs := squeeze(r.Plan)
 	size := int64(len(r.ID) + len(r.ParentID) + len(r.ResumedFrom) + len(r.Command) + len(r.Workspace) + len(r.Query) +
-		len(r.Plan) + len(r.Backend) + len(r.Model) + len(r.Settings))
-	res, err := w.exec(ctx, sqlInsertRun, r.ID, r.ParentID, r.ResumedFrom, r.Command, r.Workspace, r.Query, r.Plan,
+		len(plan) + len(r.Backend) + len(r.Model) + len(r.Settings))
+	res, err := w.exec(ctx, sqlInsertRun, r.ID, r.ParentID, r.ResumedFrom, r.Command, r.Workspace, r.Query, plan,
 		r.Backend, r.Model, r.Settings, unixNano(r.StartedAt), size)
 	if err != nil {
 		return fmt.Errorf("begin run %s: %w", r.ID, err)
@@ -419,6 +432,11 @@ func (w *writeState) begin(ctx context.Context, o op, added map[int64]int64) err
 	if err != nil {
 		return err
 	}
+	n, err := w.storeBlobs(ctx, seq, blobs)
+	if err != nil {
+		return fmt.Errorf("begin run %s: %w", r.ID, err)
+	}
+	added[seq] += n
 	w.runs[o.rec] = runState{seq: seq, started: r.StartedAt}
 	return nil
 }
@@ -454,11 +472,15 @@ func (w *writeState) end(ctx context.Context, o op, added map[int64]int64) error
 	if reason == "" {
 		reason = "ended"
 	}
-	if _, err := w.exec(ctx, sqlEndRun, unixNano(f.EndedAt), f.Answer, reason, f.ExitCode, f.Usage.Prompt, f.Usage.Completion,
-		f.Usage.Cached, f.Steps, int64(f.Duration), f.Result, o.dropped, f.ExitCode, st.seq); err != nil {
+	result, n, err := w.squeezeFor(ctx, st.seq, f.Result)
+	if err != nil {
 		return fmt.Errorf("end run %s: %w", o.rec.id, err)
 	}
-	added[st.seq] += int64(len(f.Answer) + len(f.Reason) + len(f.Result))
+	if _, err := w.exec(ctx, sqlEndRun, unixNano(f.EndedAt), f.Answer, reason, f.ExitCode, f.Usage.Prompt, f.Usage.Completion,
+		f.Usage.Cached, f.Steps, int64(f.Duration), result, o.dropped, f.ExitCode, st.seq); err != nil {
+		return fmt.Errorf("end run %s: %w", o.rec.id, err)
+	}
+	added[st.seq] += n + int64(len(f.Answer)+len(f.Reason)+len(result))
 	return nil
 }
 

@@ -113,14 +113,8 @@ func readKeyword(dec *json.Decoder, x *node, k string, depth int, defs map[strin
 		}
 		return out, expect(dec, ']')
 	}
-	var err error
-	switch k {
-	case "$ref":
-		err = dec.Decode(&x.ref)
-	case "$defs":
-		if !root {
-			return fmt.Errorf("$defs below the root")
-		}
+	// schemaMap reads an object of schemas by name, in order.
+	schemaMap := func(add func(name string, s *node)) error {
 		if err := expect(dec, '{'); err != nil {
 			return err
 		}
@@ -134,9 +128,19 @@ func readKeyword(dec *json.Decoder, x *node, k string, depth int, defs map[strin
 			if err != nil {
 				return err
 			}
-			defs["#/$defs/"+name] = s
+			add(name, s)
 		}
 		return expect(dec, '}')
+	}
+	var err error
+	switch k {
+	case "$ref":
+		err = dec.Decode(&x.ref)
+	case "$defs":
+		if !root {
+			return fmt.Errorf("$defs below the root")
+		}
+		return schemaMap(func(name string, s *node) { defs["#/$defs/"+name] = s })
 	case "type":
 		var v any
 		if err = dec.Decode(&v); err == nil {
@@ -164,22 +168,7 @@ func readKeyword(dec *json.Decoder, x *node, k string, depth int, defs map[strin
 		x.hasEnum = true
 		err = dec.Decode(&x.enum)
 	case "properties":
-		if err := expect(dec, '{'); err != nil {
-			return err
-		}
-		for dec.More() {
-			nt, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			name, _ := nt.(string)
-			s, err := sub()
-			if err != nil {
-				return err
-			}
-			x.props = append(x.props, prop{name, s})
-		}
-		return expect(dec, '}')
+		return schemaMap(func(name string, s *node) { x.props = append(x.props, prop{name, s}) })
 	case "required":
 		err = dec.Decode(&x.required)
 	case "additionalProperties", "items":

@@ -139,7 +139,7 @@ func TestSchemaCorpusTinyModel(t *testing.T) {
 	checks.Close()
 	out, err := exec.Command("python3", "-c", validateWithPython, checks.Name()).CombinedOutput()
 	if err != nil {
-		t.Errorf("answers python's jsonschema refuses:\n%s", out)
+		t.Errorf("answers python's jsonschema refuses (%v):\n%s", err, out)
 	}
 	t.Logf("%d schemas × %d queries: %d answers printed (each validated by python's jsonschema), %d runs ended invalid_answer where the grammar widened a keyword, %d cut at --max-tokens", len(schemas), queries, answers, refused, cut)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
@@ -839,5 +840,27 @@ func TestSummaryCutsArguments(t *testing.T) {
 	}
 	if !strings.Contains(res.FinalAnswer, `2. poke {"msg":"AAAA`) || !strings.Contains(res.FinalAnswer, `… (1.0MB)"}: `) {
 		t.Errorf("summary:\n%s", res.FinalAnswer)
+	}
+}
+
+// invalidUTF8 replies with an answer holding bytes that are not UTF-8.
+type invalidUTF8 struct{}
+
+func (invalidUTF8) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{Text: "{\"thought\":\"answer with what the model wrote\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"a\xfd\xffb\"}}"}, nil
+}
+func (invalidUTF8) Close() error { return nil }
+
+// Bytes a model writes that are not UTF-8 never reach the answer, the
+// record or stdout: they are replaced as the reply comes in.
+func TestReplyInvalidUTF8Replaced(t *testing.T) {
+	h := newHarness(t, "")
+	h.ex.Backend = invalidUTF8{}
+	res := h.run("")
+	if res.TerminationReason != ReasonSuccess || res.FinalAnswer != "a\uFFFDb" {
+		t.Fatalf("%s %q", res.TerminationReason, res.FinalAnswer)
+	}
+	if !utf8.ValidString(h.trace.String()) {
+		t.Errorf("the trace holds bytes that are not UTF-8")
 	}
 }

@@ -358,7 +358,13 @@ func (r *run) noteRepeat(key string) bool {
 // deterministic, so the append-only layout and the KV prefix reuse built on
 // it are kept.
 func (r *run) complete(req llm.Request) (llm.Response, error) {
-	return r.e.Backend.Complete(r.ctx, req)
+	resp, err := r.e.Backend.Complete(r.ctx, req)
+	// A model may write bytes that are not UTF-8 (a malformed sequence a
+	// grammar's character class let through, a token cut inside a
+	// character): what tact checks, keeps and prints is text, so they are
+	// replaced, as encoding/json reads them anyway.
+	resp.Text = strings.ToValidUTF8(resp.Text, "\uFFFD")
+	return resp, err
 }
 
 // emit writes a trace event with its fields redacted (the trace is an exit,

@@ -25,7 +25,7 @@ const validateWithPython = `
 import json, sys
 from jsonschema import validators
 bad = 0
-for line in open(sys.argv[1]):
+for line in open(sys.argv[1], encoding="utf-8"):
     c = json.loads(line)
     cls = validators.validator_for(c["schema"])
     errs = list(cls(c["schema"]).iter_errors(c["value"]))

@@ -81,7 +81,7 @@ type Settings struct {
 	ModelsDir   string  `envconfig:"TACT_MODELS_DIR" flag:"models-dir" desc:"models directory (default $XDG_DATA_HOME/tact/models)"`
 	Pull        bool    `envconfig:"TACT_PULL" flag:"pull" desc:"download the catalog model named by --model (or the recommended default when none is set) before running, with progress on stderr"`
 	HFEndpoint  string  `envconfig:"HF_ENDPOINT" desc:"Hugging Face hub or mirror that catalog names, hf.co/... and REPO:QUANT pulls download from (default https://huggingface.co)"`
-	Threads     int     `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: physical cores; more than the CPUs present is capped with a warning)"`
+	Threads     int     `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: chosen from the cores free at start; more than the CPUs present is capped with a warning)"`
 	CtxSize     int     `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens that every prompt and its reply must fit, for every backend (default: the model's, at most 8192; script and none: unlimited; openai: unlimited, set it to the server's); refused when its KV cache cannot fit in memory"`
 	BatchSize   int     `envconfig:"TACT_BATCH_SIZE" flag:"batch-size" default:"512" desc:"prompt batch size in tokens (1 to 65536)"`
 	FlashAttn   bool    `envconfig:"TACT_FLASH_ATTENTION" flag:"flash-attention" desc:"use flash attention"`

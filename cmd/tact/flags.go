@@ -45,7 +45,7 @@ func addModelFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.StringVar(&s.Script, "script", s.Script, "JSONL replies for the script backend")
 	f.StringVar(&s.Model, "model", s.Model, "GGUF model path or name (a catalog name after tact models pull NAME)")
 	f.BoolVar(&s.Pull, "pull", s.Pull, "download the catalog model named by --model (default: the recommended one) first")
-	f.IntVar(&s.Threads, "threads", s.Threads, "inference threads (0: physical cores; capped at the CPUs present)")
+	f.IntVar(&s.Threads, "threads", s.Threads, "inference threads (0: chosen from the cores free at start, see -v; capped at the CPUs present)")
 	f.IntVar(&s.CtxSize, "ctx-size", s.CtxSize, "context window in tokens for every backend (0: the model's, at most 8192; unlimited for script and openai); refused if its KV cache cannot fit in memory")
 	f.IntVar(&s.BatchSize, "batch-size", s.BatchSize, "prompt batch size in tokens, 1 to 65536")
 	f.BoolVar(&s.FlashAttn, "flash-attention", s.FlashAttn, "use flash attention")

@@ -38,6 +38,7 @@ import (
 	"github.com/ollama/ollama/ml"
 
 	"github.com/tactcli/tact/internal/cpulock"
+	"github.com/tactcli/tact/internal/threads"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/models"
 )
@@ -61,7 +62,7 @@ const (
 // Options configures a Backend. Zero values take the defaults.
 type Options struct {
 	ModelPath   string
-	Threads     int    // 0: physical cores
+	Threads     int    // 0: chosen from the free cores (internal/threads)
 	CtxSize     int    // context window in tokens; 0: the model's own, at most MaxAutoCtxSize
 	BatchSize   int    // prompt tokens decoded per batch; 0: DefaultBatchSize
 	GPULayers   int    // layers offloaded to a GPU backend; 0: CPU only
@@ -106,6 +107,7 @@ type Backend struct {
 	lc         *llama.Context
 	batch      *llama.Batch
 	abort      abortFlag
+	pool       threadPool // the context's ggml workers
 	gpus       []llama.Devices
 	bos        int                     // BOS token the tokenizer adds, -1 when it adds none
 	controls   []string                // texts of control tokens, neutralized in message content
@@ -212,6 +214,7 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	threadsChosen := chooseThreads(opts.Threads, opts.ModelPath)
 	info, err := models.Inspect(opts.ModelPath)
 	if err == nil && opts.CtxSize == autoCtx {
 		// Auto: the model's own training context, capped so the KV cache
@@ -257,6 +260,7 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.FlashAttn {
 		fa = ml.FlashAttentionAuto
 	}
+	opts.Threads = <-threadsChosen
 	// Each sequence gets its own CtxSize window: Parallel windows in all.
 	params := llama.NewContextParams(opts.CtxSize*opts.Parallel, opts.BatchSize, opts.Parallel, opts.Threads, fa, opts.KVCacheType)
 	// Parallel sequences keep llama.cpp's split KV cache (one stream per
@@ -270,9 +274,11 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("model %s: llama.cpp cannot create a context of %d tokens with a %s KV cache: %s (run with -v to see why)", opts.ModelPath, opts.CtxSize*opts.Parallel, opts.KVCacheType, why)
 	}
+	pool := attachPool(lc, opts.Threads)
 	batch, err := llama.NewBatch(opts.BatchSize, 1, 0)
 	if err != nil {
 		freeContext(lc, abortFlag{})
+		pool.free()
 		llama.FreeModel(model)
 		return nil, fmt.Errorf("model %s: %w", opts.ModelPath, err)
 	}
@@ -284,6 +290,7 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		lc:       lc,
 		batch:    batch,
 		abort:    newAbortFlag(lc),
+		pool:     pool,
 		gpus:     gpus,
 		bos:      -1,
 		grammars: map[string]grammarEntry{},
@@ -314,9 +321,7 @@ func withDefaults(o Options) (Options, error) {
 	if o.ModelPath == "" {
 		return o, errors.New("no model file given")
 	}
-	if o.Threads <= 0 {
-		o.Threads = PhysicalCores()
-	}
+	o.Threads = max(o.Threads, 0) // 0: Load chooses (chooseThreads)
 	if o.CtxSize <= 0 {
 		o.CtxSize = autoCtx
 	}
@@ -343,6 +348,29 @@ func withDefaults(o Options) (Options, error) {
 		return o, fmt.Errorf("kv cache type %q: want f16, q8_0 or q4_0", o.KVCacheType)
 	}
 	return o, nil
+}
+
+// chooseThreads sends the thread count to run with, logging why (the -v
+// line): set is --threads when positive; 0 looks at the machine and the
+// model file's size (threads.Default), while the model loads, since
+// sampling the load takes a few milliseconds.
+func chooseThreads(set int, modelPath string) <-chan int {
+	ch := make(chan int, 1)
+	if set > 0 {
+		slog.Info(fmt.Sprintf("llama.cpp threads: %d", set), "why", "set by --threads (or TACT_THREADS)")
+		ch <- set
+		return ch
+	}
+	go func() {
+		var size int64
+		if fi, err := os.Stat(modelPath); err == nil {
+			size = fi.Size()
+		}
+		c := threads.Default(size)
+		slog.Info(fmt.Sprintf("llama.cpp threads: %d", c.Threads), "why", c.Reason)
+		ch <- c.Threads
+	}()
+	return ch
 }
 
 // loadError is a model llama.cpp refused after models.Inspect accepted it.
@@ -463,6 +491,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	freeContext(b.lc, b.abort)
+	b.pool.free()
 	llama.FreeModel(b.model)
 	return nil
 }

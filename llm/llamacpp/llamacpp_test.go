@@ -680,25 +680,6 @@ func TestNoGPUWarnsAndRunsOnCPU(t *testing.T) {
 	}
 }
 
-func TestCountCores(t *testing.T) {
-	for _, tc := range []struct {
-		name, cpuinfo string
-		want          int
-	}{
-		{"hyperthreads", "processor: 0\nphysical id: 0\ncore id: 0\n\nprocessor: 1\nphysical id: 0\ncore id: 0\n\nprocessor: 2\nphysical id: 0\ncore id: 1\n\nprocessor: 3\nphysical id: 0\ncore id: 1\n", 2},
-		{"two sockets", "physical id: 0\ncore id: 0\n\nphysical id: 1\ncore id: 0\n", 2},
-		{"no core ids", "processor: 0\nmodel name: x\n\nprocessor: 1\n", 0},
-		{"empty", "", 0},
-	} {
-		if got := countCores(strings.NewReader(tc.cpuinfo)); got != tc.want {
-			t.Errorf("%s: %d cores, want %d", tc.name, got, tc.want)
-		}
-	}
-	if PhysicalCores() < 1 {
-		t.Error("PhysicalCores() < 1")
-	}
-}
-
 // The counts the executor sizes prompts with are the model's own: a
 // prompt's count is exactly what Complete evaluates (with an empty cache),
 // and a message's text counts as the tokenizer cuts it.

@@ -92,7 +92,7 @@ func Start(ctx context.Context, cfg *Config, only []string, opts Options) *Manag
 				defer wg.Done()
 				if err := s.start(ctx); err != nil {
 					s.fail(err)
-					opts.Log.Warn("MCP server did not start; its tools are absent", "server", sc.Name, "err", err)
+					opts.Log.Warn(fmt.Sprintf("MCP server %s did not start; its tools are absent", sc.Name), "err", err)
 				}
 			}()
 		}
@@ -293,8 +293,8 @@ func (s *server) connect(ctx context.Context) (live, error) {
 }
 
 // explain words a start error: a message tact refused says so, a timeout
-// names the bound, a process that exited says how and with its last
-// stderr line.
+// names the bound, a process that exited says how, with the reason its
+// stderr gave and the command that was run.
 func (s *server) explain(ctx context.Context, err error, proc *process, g *guard) error {
 	if r := g.err(); r != nil {
 		return r
@@ -305,7 +305,7 @@ func (s *server) explain(ctx context.Context, err error, proc *process, g *guard
 	if proc != nil {
 		select {
 		case <-proc.exited:
-			return proc.exitError()
+			return fmt.Errorf("%w (command: %s)", proc.exitError(), proc.commandLine)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

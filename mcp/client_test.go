@@ -245,7 +245,7 @@ func TestStartFailures(t *testing.T) {
 		t.Errorf("refused: %+v", got["refused"])
 	}
 	for _, name := range []string{"boom", "nocmd", "mute", "novar", "refused"} {
-		if n := strings.Count(log.String(), `level=WARN msg="MCP server did not start; its tools are absent" server=`+name+" "); n != 1 {
+		if n := strings.Count(log.String(), `level=WARN msg="MCP server `+name+` did not start; its tools are absent" err=`); n != 1 {
 			t.Errorf("%d warnings for %s:\n%s", n, name, log)
 		}
 	}

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/kballard/go-shellquote"
 	"github.com/tactcli/tact/internal/procsafe"
 	"github.com/tactcli/tact/sandbox"
 )
@@ -34,12 +36,13 @@ type process struct {
 	stdin  *os.File // our end of its stdin
 	stdout *os.File // our end of its stdout
 	exited chan struct{}
-	// waitErr and lastStderr are for the error that names how it ended.
-	waitErr    error
-	mu         sync.Mutex
-	lastStderr string
-	untrack    func()
-	stopOnce   sync.Once
+	// waitErr and stderrTail are for the error that names how it ended.
+	waitErr     error
+	mu          sync.Mutex
+	stderrTail  []string // its last stderrKept lines
+	untrack     func()
+	commandLine string // what was run, for a start error (the reason may lie in it: a package name, a path)
+	stopOnce    sync.Once
 }
 
 // startProcess starts a stdio server in its own process group, with its
@@ -76,7 +79,8 @@ func startProcess(cfg *ServerConfig, log *slog.Logger) (*process, error) {
 		return nil, fmt.Errorf("starting %s: %w", cfg.Command, unwrapExec(err))
 	}
 	closeAll(inR, outW, errW)
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, stdout: outR, exited: make(chan struct{})}
+	p := &process{cmd: cmd, pgid: cmd.Process.Pid, stdin: inW, stdout: outR, exited: make(chan struct{}),
+		commandLine: shellquote.Join(append([]string{cfg.Command}, cfg.Args...)...)}
 	p.untrack = sandbox.TrackProcessGroup(p.pgid)
 	log.Debug("MCP server started", "server", cfg.Name, "pid", p.pgid, "command", cfg.Command, "args", cfg.Args)
 	stderrDone := make(chan struct{})
@@ -112,7 +116,10 @@ func (p *process) logStderr(r *os.File, server string, log *slog.Logger) {
 				}
 			}
 			p.mu.Lock()
-			p.lastStderr = text
+			p.stderrTail = append(p.stderrTail, text)
+			if len(p.stderrTail) > stderrKept {
+				p.stderrTail = p.stderrTail[len(p.stderrTail)-stderrKept:]
+			}
 			p.mu.Unlock()
 			log.Debug("MCP server stderr", "server", server, "line", text)
 		}
@@ -122,10 +129,11 @@ func (p *process) logStderr(r *os.File, server string, log *slog.Logger) {
 	}
 }
 
-// exitError says how the process ended, with its last stderr line.
+// exitError says how the process ended, with the reason its stderr gave
+// (stderrReason).
 func (p *process) exitError() error {
 	p.mu.Lock()
-	last := p.lastStderr
+	reason := stderrReason(p.stderrTail)
 	p.mu.Unlock()
 	msg := "exited"
 	var ee *exec.ExitError
@@ -137,13 +145,58 @@ func (p *process) exitError() error {
 	case p.waitErr == nil:
 		msg = "exited with status 0"
 	}
-	if last != "" {
-		if len(last) > 200 {
-			last = last[:200] + "…"
-		}
-		msg += ": " + last
+	if reason != "" {
+		msg += ": " + reason
 	}
 	return errors.New(msg)
+}
+
+// stderrKept is how many of a server's last stderr lines are kept for
+// saying why it ended.
+const stderrKept = 40
+
+// stderrNoise are stderr lines that say nothing of why a server ended:
+// npm's notices and warnings (a newer npm is available, deprecations), its
+// pointer to a log file, bare "npm error" lines and its syscall/errno
+// lines, stack frames, and lines of punctuation only.
+var stderrNoise = regexp.MustCompile(`(?i)^(npm (notice|warn)\b.*|npm (error|err!)( \S+)?|npm (error|err!) (syscall|errno) \S+|npm (error|err!) a complete log of this run.*|at \S.*(:\d+:\d+\)?|\(native\)|<anonymous>\)?)|node:internal/\S*|node\.js v[\d.]+|[\W_]*)$`)
+
+// stderrError marks a line that reads like the reason.
+var stderrError = regexp.MustCompile(`(?i)(error|exception|fatal|panic|cannot|can't|could not|couldn't|failed|not found|no such|denied|refused|invalid|missing|unknown)`)
+
+// stderrReason is why a server ended, from its last stderr lines, at most
+// 3 joined with " | ", stderrNoise dropped: an npm failure's reason (it
+// prints it first, "npm error code E404" and the request that failed,
+// advice after); else the last lines that read like an error ("Error:
+// Cannot find module", a traceback's last line); else the last line.
+func stderrReason(lines []string) string {
+	var kept, errs []string
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if stderrNoise.MatchString(l) {
+			continue
+		}
+		if len(l) > 200 {
+			l = l[:200] + "…"
+		}
+		kept = append(kept, l)
+		if stderrError.MatchString(l) {
+			errs = append(errs, l)
+		}
+	}
+	const most = 3
+	for i, l := range kept {
+		if low := strings.ToLower(l); strings.HasPrefix(low, "npm error code ") || strings.HasPrefix(low, "npm err! code ") {
+			return strings.Join(kept[i:min(i+most, len(kept))], " | ")
+		}
+	}
+	if len(errs) > 0 {
+		return strings.Join(errs[max(len(errs)-most, 0):], " | ")
+	}
+	if len(kept) > 0 {
+		return kept[len(kept)-1]
+	}
+	return ""
 }
 
 // stop ends the server as the MCP specification asks: close its stdin, wait

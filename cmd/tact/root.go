@@ -49,7 +49,7 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 		case s.Quiet:
 			level = slog.LevelError
 		}
-		slog.SetDefault(slog.New(slog.NewTextHandler(streams.ErrOut, &slog.HandlerOptions{Level: level})))
+		slog.SetDefault(newLogger(streams.ErrOut, level))
 		return nil
 	}
 	root.AddCommand(

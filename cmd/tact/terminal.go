@@ -79,7 +79,7 @@ func logThrough(w io.Writer) (restore func()) {
 			break
 		}
 	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})))
+	slog.SetDefault(newLogger(w, level))
 	return func() { slog.SetDefault(old) }
 }
 

@@ -57,7 +57,12 @@ func (p *paramFlag) values() (map[string]json.RawMessage, error) {
 			if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 				return nil, badInputf("--param %s: %s is not text (a parameter's value is a string)", name, file)
 			}
+			// One trailing newline is the file's end, not the value's
+			// (echo x > f writes "x\n"): trimmed, as $(cat f) would.
 			value = string(b)
+			if v, ok := strings.CutSuffix(value, "\n"); ok {
+				value = strings.TrimSuffix(v, "\r")
+			}
 		}
 		raw, err := json.Marshal(value)
 		if err != nil {

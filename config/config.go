@@ -59,7 +59,7 @@ type Settings struct {
 	// Executor.
 	AllowTools           []string `envconfig:"TACT_ALLOW_TOOLS" flag:"allow-tools" split:"comma" desc:"comma-separated tools the run may use (default: the tools the plan names)"`
 	NoPlan               bool     `envconfig:"TACT_NO_PLAN" flag:"no-plan" desc:"free ReAct: no planner, the model picks every action"`
-	MaxIterations        int      `envconfig:"TACT_MAX_ITERATIONS" flag:"max-iterations" default:"10" desc:"action budget in --no-plan mode"`
+	MaxIterations        int      `envconfig:"TACT_MAX_ITERATIONS" flag:"max-iterations" default:"0" desc:"action budget: with --no-plan (0: 10); a planned run's budget (plan steps + REACT_RETRY_BUFFER) is at most this when set"`
 	RetryBuffer          int      `envconfig:"REACT_RETRY_BUFFER" flag:"retry-buffer" default:"2" desc:"extra attempts beyond the plan's steps"`
 	ReplanThreshold      int      `envconfig:"REACT_REPLAN_FAILURE_THRESHOLD" flag:"replan-threshold" default:"2" desc:"consecutive failed tool runs before replanning"`
 	StopWhen             string   `envconfig:"TACT_STOP_WHEN" flag:"stop-when" desc:"jq expression over each finished step; true ends the run (exit 8)"`
@@ -464,7 +464,7 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 	case "Retries":
 		return between(s.Retries, 0, MaxRetries)
 	case "MaxIterations":
-		return atLeast(s.MaxIterations, 1)
+		return atLeast(s.MaxIterations, 0)
 	case "RetryBuffer":
 		return atLeast(s.RetryBuffer, 0)
 	case "ReplanThreshold":

@@ -20,7 +20,7 @@ func TestLoadDefaultsAndOverrides(t *testing.T) {
 	if err := o.Check(s, all, none); err != nil {
 		t.Fatal(err)
 	}
-	if s.RetryBuffer != 5 || s.ReplanThreshold != 2 || s.MaxIterations != 10 || !s.RequireThought {
+	if s.RetryBuffer != 5 || s.ReplanThreshold != 2 || s.MaxIterations != 0 || !s.RequireThought {
 		t.Fatalf("%+v", s)
 	}
 	if !reflect.DeepEqual(s.AllowTools, []string{"read_file", "jq"}) || s.ToolTimeout != 5*time.Second {
@@ -115,7 +115,7 @@ func TestValidateRanges(t *testing.T) {
 		{func(s *Settings) { s.GPULayers = -1 }, "--gpu-layers -1: must not be negative"},
 		{func(s *Settings) { s.Seed = -2 }, "--seed -2: must be -1 (random) or from 0 to 4294967295"},
 		{func(s *Settings) { s.Seed = 1 << 32 }, "--seed 4294967296: must be -1 (random) or from 0 to 4294967295"},
-		{func(s *Settings) { s.MaxIterations = 0 }, "--max-iterations 0: must be at least 1"},
+		{func(s *Settings) { s.MaxIterations = -1 }, "--max-iterations -1: must not be negative"},
 		{func(s *Settings) { s.TokenBudget = -5 }, "--token-budget -5: must not be negative"},
 		{func(s *Settings) { s.Timeout = -time.Second }, "--timeout -1s: must not be negative"},
 		{func(s *Settings) { s.ToolTimeout = -time.Second }, "--tool-timeout -1s: must not be negative"},

@@ -159,9 +159,13 @@ func (r *run) restore(cp *Checkpoint, fresh Budget) error {
 		// The earlier run ended at its budget: the resumed one gets the
 		// same budget again from here.
 		if r.plan != nil {
-			r.st.MaxSteps = r.st.Attempts + len(r.plan.Steps) - r.st.PlanIndex + r.e.RetryBuffer
+			want := len(r.plan.Steps) - r.st.PlanIndex + r.e.RetryBuffer
+			if m := r.e.MaxIterations; m > 0 {
+				want = min(want, m) // --max-iterations bounds the new budget too
+			}
+			r.st.MaxSteps = r.st.Attempts + want
 		} else {
-			r.st.MaxSteps = r.st.Attempts + r.e.MaxIterations
+			r.st.MaxSteps = r.st.Attempts + r.e.freeBudget()
 		}
 	}
 	return nil

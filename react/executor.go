@@ -16,7 +16,7 @@ import (
 // Options are the PRD's tunables (see config.Settings for defaults).
 type Options struct {
 	NoPlan               bool     // free ReAct: every action from the model
-	MaxIterations        int      // budget in free mode
+	MaxIterations        int      // budget in free mode (0: 10); in a planned run, when > 0, the most its budget may be
 	RetryBuffer          int      // max_steps = plan steps + RetryBuffer
 	ReplanThreshold      int      // consecutive failed tool runs before a replan
 	MaxReplans           int      // replans per run (0: 3)
@@ -232,10 +232,10 @@ func (e *Executor) newRun(ctx context.Context, id, query string, plan *planner.P
 	}
 	r.setAllowed()
 	if r.plan != nil {
-		r.st.MaxSteps = len(r.plan.Steps) + e.RetryBuffer
+		r.st.MaxSteps = r.planBudget(0, len(r.plan.Steps)+e.RetryBuffer)
 		r.st.PendingPlanStep = 1
 	} else {
-		r.st.MaxSteps = e.MaxIterations
+		r.st.MaxSteps = e.freeBudget()
 	}
 	hookContext := ""
 	if fresh && answerErr == nil {
@@ -298,9 +298,6 @@ func (r *run) defaults() {
 		} else {
 			e.Redact = func(s string) string { return s }
 		}
-	}
-	if e.MaxIterations <= 0 {
-		e.MaxIterations = 10
 	}
 	if e.StallThreshold <= 0 {
 		e.StallThreshold = 3
@@ -398,4 +395,25 @@ func (r *run) systemPrompt() string {
 
 func (r *run) thoughtOptions() schema.ThoughtOptions {
 	return schema.ThoughtOptions{Required: r.e.RequireThought, MinLength: r.e.MinThoughtLength}
+}
+
+// defaultFreeBudget is the free mode's step budget when MaxIterations is 0.
+const defaultFreeBudget = 10
+
+// freeBudget is the step budget of a run without a plan.
+func (e *Options) freeBudget() int {
+	if e.MaxIterations > 0 {
+		return e.MaxIterations
+	}
+	return defaultFreeBudget
+}
+
+// planBudget is a planned run's step budget after spent attempts when its
+// plan allows want more: want, but in all at most MaxIterations when that
+// is set (--max-iterations bounds a planned run too).
+func (r *run) planBudget(spent, want int) int {
+	if m := r.e.MaxIterations; m > 0 && spent+want > m {
+		return max(m, spent)
+	}
+	return spent + want
 }

@@ -233,6 +233,38 @@ func TestBudgetArithmetic(t *testing.T) {
 	}
 }
 
+// MaxIterations, when set, bounds a planned run's budget (and after a
+// replan); a free run's budget is MaxIterations, 10 when unset.
+func TestMaxIterationsBoundsPlannedRuns(t *testing.T) {
+	plan := `{"tool":"echo","args":{"msg":"a"}}
+{"tool":"echo","args":{"msg":"b"}}
+{"tool":"echo","args":{"msg":"c"}}
+{"tool":"final_answer","args":{"answer":"done"}}`
+	for _, tc := range []struct {
+		max, wantMax, wantAttempts int
+		reason                     Reason
+	}{
+		{0, 6, 4, ReasonSuccess},
+		{50, 6, 4, ReasonSuccess},
+		{2, 2, 2, ReasonMaxIterations},
+	} {
+		h := newHarness(t, `{"kind":"fallback","text":"{\"answer\":\"partial\"}"}`+"\n")
+		h.ex.Planner = nil
+		h.ex.RetryBuffer = 2
+		h.ex.MaxIterations = tc.max
+		res := h.run(plan)
+		if res.TerminationReason != tc.reason || res.State.MaxSteps != tc.wantMax || res.State.Attempts != tc.wantAttempts {
+			t.Errorf("max %d: %s, state %+v; want %s, max_steps %d, attempts %d", tc.max, res.TerminationReason, res.State, tc.reason, tc.wantMax, tc.wantAttempts)
+		}
+	}
+	for max, want := range map[int]int{0: 10, 3: 3} {
+		e := Options{MaxIterations: max}
+		if got := e.freeBudget(); got != want {
+			t.Errorf("free budget with MaxIterations %d: %d, want %d", max, got, want)
+		}
+	}
+}
+
 func TestStepAdvancesOnlyOnSuccess(t *testing.T) {
 	h := newHarness(t, action(thought, "echo", `{"msg":"recovered"}`))
 	h.ex.Planner = nil

@@ -21,7 +21,6 @@ func TestOnlySystemPromptPersistable(t *testing.T) {
 		action(thought, "fail", `{"msg":"OBS-MARKER-4"}`) +
 		`{"kind":"fallback","text":"{\"answer\":\"partial\"}"}` + "\n"
 	h := newHarness(t, script)
-	h.ex.MaxIterations = 3
 	p := h.plan(`{"tool":"fail","args":{"msg":"OBS-MARKER-0"}}
 {"tool":"fail","args":{"msg":"OBS-MARKER-5"}}`)
 	h.ex.Run(context.Background(), query, p)

@@ -137,7 +137,7 @@ func (r *run) replan() {
 	r.st.PlanIndex = 0
 	r.st.PendingPlanStep = 1
 	r.st.PlanSkipReason = ""
-	r.st.MaxSteps = r.st.Attempts + len(np.Steps) + e.RetryBuffer
+	r.st.MaxSteps = r.planBudget(r.st.Attempts, len(np.Steps)+e.RetryBuffer)
 	r.forceModel = false
 	r.askReason = ""
 	if len(e.AllowTools) == 0 {

@@ -96,7 +96,7 @@ func addQueryFlag(f *pflag.FlagSet, s *config.Settings) {
 // addExecutorFlags: how the ReAct executor runs a plan and when it stops.
 func addExecutorFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.BoolVar(&s.NoPlan, "no-plan", s.NoPlan, "free ReAct: no planner")
-	f.IntVar(&s.MaxIterations, "max-iterations", s.MaxIterations, "action budget in --no-plan mode")
+	f.IntVar(&s.MaxIterations, "max-iterations", s.MaxIterations, "most actions a run takes: the budget with --no-plan (0: 10); a planned run's budget (plan steps + --retry-buffer) is at most this when set")
 	f.IntVar(&s.RetryBuffer, "retry-buffer", s.RetryBuffer, "extra attempts beyond the plan's steps")
 	f.IntVar(&s.ReplanThreshold, "replan-threshold", s.ReplanThreshold, "consecutive failed tool runs before replanning")
 	f.StringVar(&s.StopWhen, "stop-when", s.StopWhen, "jq expression over each finished step; true ends the run (exit 8)")

@@ -2,6 +2,7 @@ package stepapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -76,7 +77,7 @@ func Answer(ctx context.Context, rt *agent.Runtime, req *Request) (*Response, er
 	if err := rt.RequireModel("a step"); err != nil {
 		return nil, err
 	}
-	c := &stepCall{rt: rt, req: req, left: rt.S.MaxIterations, proseForm: len(req.Tools) == 0,
+	c := &stepCall{rt: rt, req: req, left: cmp.Or(rt.S.MaxIterations, 10), proseForm: len(req.Tools) == 0,
 		thought: schema.ThoughtOptions{Required: rt.S.RequireThought, MinLength: rt.S.MinThoughtLength}}
 	keys := redactWith(req.secrets())
 	c.redact = func(s string) string { return keys(rt.Redactor.Redact(s)) }

@@ -24,6 +24,7 @@ const stdinName = "standard input"
 // addFileFlag: -f, the context files of this invocation (run, exec, plan).
 // No variable: it names this invocation's input, like --resume.
 func addFileFlag(f *pflag.FlagSet, paths *[]string) {
+	defer helpGroup(f, "Input and output")()
 	f.StringArrayVarP(paths, "file", "f", nil, "give the model the text file `PATH` as context, in the task message (repeatable; - reads standard input; cut to fit the context window)")
 }
 

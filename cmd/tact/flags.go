@@ -24,6 +24,7 @@ import (
 // addWorkspaceFlags: where a job's tools work, which MCP servers add tools,
 // and how long the job may take.
 func addWorkspaceFlags(f *pflag.FlagSet, s *config.Settings) {
+	defer helpGroup(f, "Workspace and tools")()
 	f.StringVar(&s.Workspace, "workspace", s.Workspace, "directory tools work in; they never leave it")
 	f.DurationVar(&s.Timeout, "timeout", s.Timeout, "bound the whole run (exit 7)")
 	f.StringVar(&s.MCPConfig, "mcp-config", s.MCPConfig, "MCP servers `FILE` whose tools runs may use (default $XDG_CONFIG_HOME/tact/mcp.json)")
@@ -33,6 +34,7 @@ func addWorkspaceFlags(f *pflag.FlagSet, s *config.Settings) {
 // which says what the default is for the command) and the thoughts model
 // actions need.
 func addPlannerFlags(f *pflag.FlagSet, s *config.Settings, allowTools string) {
+	defer helpGroup(f, "Workspace and tools")()
 	f.StringSliceVar(&s.AllowTools, "allow-tools", s.AllowTools, allowTools)
 	f.BoolVar(&s.RequireThought, "require-thought", s.RequireThought, "model actions need a substantive thought")
 	f.IntVar(&s.MinThoughtLength, "min-thought-length", s.MinThoughtLength, "minimum thought length")
@@ -41,6 +43,7 @@ func addPlannerFlags(f *pflag.FlagSet, s *config.Settings, allowTools string) {
 // addModelFlags: which backend answers and how (the model, its context and
 // sampling). A new backend's settings belong here.
 func addModelFlags(f *pflag.FlagSet, s *config.Settings) {
+	done := helpGroup(f, "Model")
 	f.StringVar(&s.Backend, "backend", s.Backend, "model backend: llama, openai, script or none")
 	f.StringVar(&s.Script, "script", s.Script, "JSONL replies for the script backend")
 	f.StringVar(&s.Model, "model", s.Model, "GGUF model path or name (a catalog name after tact models pull NAME)")
@@ -51,15 +54,19 @@ func addModelFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.BoolVar(&s.FlashAttn, "flash-attention", s.FlashAttn, "use flash attention")
 	f.StringVar(&s.KVCacheType, "kv-cache-type", s.KVCacheType, "KV cache type: f16, q8_0, q4_0")
 	f.IntVar(&s.GPULayers, "gpu-layers", s.GPULayers, "layers to offload to a GPU backend (0: CPU only)")
+	f.BoolVar(&s.NoPromptCache, "no-prompt-cache", s.NoPromptCache, "llama backend: neither load nor save the system prompt's KV state in $XDG_CACHE_HOME/tact/kv")
+	f.Var(&s.PromptCacheMax, "prompt-cache-max", "llama backend: size cap of the prompt cache, least recently used files go first (300MB, 1GiB; 0: off)")
+	done()
+	done = helpGroup(f, "Sampling")
 	f.Float32Var(&s.Temperature, "temperature", s.Temperature, "sampling temperature, 0 to 10 (0: greedy)")
 	f.IntVar(&s.TopK, "top-k", s.TopK, "top-k sampling (0: off, the whole vocabulary)")
 	f.Float32Var(&s.TopP, "top-p", s.TopP, "top-p sampling, above 0 and at most 1 (1: off)")
 	f.Float32Var(&s.MinP, "min-p", s.MinP, "min-p sampling, 0 to 1 (0: off)")
 	f.IntVar(&s.Seed, "seed", s.Seed, "sampling seed, 0 to 4294967295 (-1: random)")
 	f.IntVar(&s.MaxTokens, "max-tokens", s.MaxTokens, "tokens one model reply may generate (0: until the context is full)")
-	f.BoolVar(&s.NoPromptCache, "no-prompt-cache", s.NoPromptCache, "llama backend: neither load nor save the system prompt's KV state in $XDG_CACHE_HOME/tact/kv")
-	f.Var(&s.PromptCacheMax, "prompt-cache-max", "llama backend: size cap of the prompt cache, least recently used files go first (300MB, 1GiB; 0: off)")
+	done()
 	// The openai backend (docs/openai.md).
+	defer helpGroup(f, "Model server (openai backend)")()
 	f.StringVar(&s.BaseURL, "base-url", s.BaseURL, "openai backend: an OpenAI-compatible server's API `URL`, e.g. http://127.0.0.1:11434/v1")
 	f.StringVar(&s.APIModel, "api-model", s.APIModel, "openai backend: the model's `NAME` on the server")
 	f.StringVar(&s.APIKeyEnv, "api-key-env", s.APIKeyEnv, "openai backend: the environment variable holding the API key (never the key itself)")
@@ -71,6 +78,7 @@ func addModelFlags(f *pflag.FlagSet, s *config.Settings) {
 // addOutputFlags: the trace file, and --json with its help text (json ""
 // leaves --json out: tact batch always writes JSON).
 func addOutputFlags(f *pflag.FlagSet, s *config.Settings, json string) {
+	defer helpGroup(f, "Input and output")()
 	f.StringVar(&s.Trace, "trace", s.Trace, "append JSONL trace events to `FILE`")
 	if json != "" {
 		f.BoolVar(&s.JSON, "json", s.JSON, json)
@@ -79,22 +87,26 @@ func addOutputFlags(f *pflag.FlagSet, s *config.Settings, json string) {
 
 // addAnswerFlags: the shape of the final answer (--schema).
 func addAnswerFlags(f *pflag.FlagSet, s *config.Settings) {
+	defer helpGroup(f, "Input and output")()
 	f.StringVar(&s.Schema, "schema", s.Schema, "JSON Schema the final answer must validate against, inline or @`FILE`; the answer is then one line of compact JSON (exit 11 when none validates)")
 }
 
 // addOutputFileFlag: -o, the file that gets the answer of a run that
 // succeeded (run and exec).
 func addOutputFileFlag(f *pflag.FlagSet, s *config.Settings) {
+	defer helpGroup(f, "Input and output")()
 	f.StringVarP(&s.Output, "output", "o", s.Output, "also write the answer (with --json the result object) to `FILE`, atomically, when the run succeeds; otherwise the file is left as it was")
 }
 
 // addQueryFlag: the query of a saved plan without a header.
 func addQueryFlag(f *pflag.FlagSet, s *config.Settings) {
+	defer helpGroup(f, "Input and output")()
 	f.StringVar(&s.Query, "query", s.Query, "the query, for plans without a header")
 }
 
 // addExecutorFlags: how the ReAct executor runs a plan and when it stops.
 func addExecutorFlags(f *pflag.FlagSet, s *config.Settings) {
+	defer helpGroup(f, "Executor: budgets and stopping")()
 	f.BoolVar(&s.NoPlan, "no-plan", s.NoPlan, "free ReAct: no planner")
 	f.IntVar(&s.MaxIterations, "max-iterations", s.MaxIterations, "most actions a run takes: the budget with --no-plan (0: 10); a planned run's budget (plan steps + --retry-buffer) is at most this when set")
 	f.IntVar(&s.RetryBuffer, "retry-buffer", s.RetryBuffer, "extra attempts beyond the plan's steps")
@@ -116,6 +128,7 @@ func addExecutorFlags(f *pflag.FlagSet, s *config.Settings) {
 // addHistoryFlags: whether the run is kept in the run history and how
 // long the history keeps runs (docs/history.md).
 func addHistoryFlags(f *pflag.FlagSet, s *config.Settings) {
+	defer helpGroup(f, "Run history")()
 	f.Var(invertedBool{&s.History}, "no-history", "keep no record of this run in the run history ($XDG_STATE_HOME/tact/runs.db)")
 	f.Lookup("no-history").NoOptDefVal = "true"
 	f.DurationVar(&s.HistoryMaxAge, "history-max-age", s.HistoryMaxAge, "runs older than this leave the run history, checked at most once a day (0: kept)")
@@ -146,6 +159,7 @@ func (v invertedBool) Type() string { return "bool" }
 // addSafetyFlags: what tools may do, who approves it, and what leaves the
 // process redacted.
 func addSafetyFlags(f *pflag.FlagSet, s *config.Settings) {
+	defer helpGroup(f, "Safety: approval, policy, sandbox")()
 	f.BoolVar(&s.NoInput, "no-input", s.NoInput, "never prompt, even on a terminal")
 	f.BoolVarP(&s.Yes, "yes", "y", s.Yes, "approve write/exec actions no deny rule forbids")
 	f.StringVar(&s.Policy, "policy", s.Policy, "policy `FILE` (default $XDG_CONFIG_HOME/tact/policy.json)")
@@ -164,6 +178,7 @@ func addSafetyFlags(f *pflag.FlagSet, s *config.Settings) {
 // addServeFlags: where tact serve listens, who may call it, and how much
 // it takes in (docs/serve.md).
 func addServeFlags(f *pflag.FlagSet, s *config.Settings) {
+	defer helpGroup(f, "Server")()
 	f.StringVar(&s.Addr, "addr", s.Addr, "HOST:PORT to listen on; beyond loopback it needs --token-env")
 	f.StringVar(&s.TokenEnv, "token-env", s.TokenEnv, "`NAME` of the environment variable holding the bearer token every request must send")
 	f.Var(&s.MaxBody, "max-body", "largest request body (413 beyond): bytes, or a number with a unit (64KiB, 2MB)")

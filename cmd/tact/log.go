@@ -278,8 +278,34 @@ func parseLogTime(s string, now time.Time) (time.Time, error) {
 // logColumns are the list's columns, in order.
 var logColumns = []string{"ID", "WHEN", "COMMAND", "WORKSPACE", "QUERY", "REASON", "EXIT", "DURATION", "TOKENS"}
 
-// logQueryColumn is QUERY's index in logColumns: the one column cut to fit.
-const logQueryColumn = 4
+// Indexes in logColumns; the query is cut to fit a terminal after the
+// others give way (logLayout).
+const (
+	logCommandColumn   = 2
+	logWorkspaceColumn = 3
+	logQueryColumn     = 4
+	logDurationColumn  = 7
+	logTokensColumn    = 8
+	workspaceCut       = 24
+)
+
+// longestCell is the most runes of column c in rows.
+func longestCell(rows [][]string, c int) int {
+	n := 0
+	for _, row := range rows {
+		n = max(n, len([]rune(row[c])))
+	}
+	return n
+}
+
+// clipLeft keeps the last n runes of s behind "…" when it is longer.
+func clipLeft(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-(n-1):])
+}
 
 // writeLogTable writes recs one a line. On a terminal: a header, aligned
 // columns, the home directory as ~, every cell sanitized and the query cut
@@ -302,33 +328,66 @@ func writeLogTable(w io.Writer, recs []history.Record, terminal bool, width int)
 	if len(rows) == 0 {
 		return nil
 	}
-	budget := queryBudget(rows, width)
+	cols, budget := logLayout(rows, width)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(logColumns, "\t"))
+	pick := func(row []string) string {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			cells[i] = row[c]
+		}
+		return strings.Join(cells, "\t")
+	}
+	fmt.Fprintln(tw, pick(logColumns))
 	for _, row := range rows {
 		row[logQueryColumn] = text.Clip(row[logQueryColumn], budget)
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		fmt.Fprintln(tw, pick(row))
 	}
 	return tw.Flush()
 }
 
+// logLayout is which columns a terminal of width shows, and how many runes
+// of the query: the query is what a reader scans for, so before it is cut
+// below its length (or wantQuery) long workspaces give up their beginning
+// (/srv/customers/acme/app: …/acme/app), then TOKENS, DURATION, COMMAND
+// and WORKSPACE give way, in that order. rows' workspaces may be cut.
+func logLayout(rows [][]string, width int) (cols []int, budget int) {
+	const wantQuery = 40
+	for c := range logColumns {
+		cols = append(cols, c)
+	}
+	want := min(longestCell(rows, logQueryColumn), wantQuery)
+	budget = queryBudget(rows, cols, width)
+	if width <= 0 || budget >= longestCell(rows, logQueryColumn) {
+		return cols, budget
+	}
+	for _, row := range rows {
+		row[logWorkspaceColumn] = clipLeft(row[logWorkspaceColumn], workspaceCut)
+	}
+	budget = queryBudget(rows, cols, width)
+	for _, drop := range []int{logTokensColumn, logDurationColumn, logCommandColumn, logWorkspaceColumn} {
+		if budget >= want {
+			break
+		}
+		cols = slices.DeleteFunc(cols, func(c int) bool { return c == drop })
+		budget = queryBudget(rows, cols, width)
+	}
+	return cols, budget
+}
+
 // queryBudget is how many runes of the query fit on a line of width
-// beside the other columns (at least 20; 50 when the width is unknown).
-func queryBudget(rows [][]string, width int) int {
+// beside the other columns of cols (at least 20; 50 when the width is
+// unknown).
+func queryBudget(rows [][]string, cols []int, width int) int {
 	const minQuery, unknownWidth, gap = 20, 50, 2
 	if width <= 0 {
 		return unknownWidth
 	}
 	used := 0
-	for c, head := range logColumns {
+	for _, c := range cols {
 		if c == logQueryColumn {
 			continue
 		}
-		w := len([]rune(head))
-		for _, row := range rows {
-			w = max(w, len([]rune(row[c])))
-		}
-		used += w + gap
+		used += max(len([]rune(logColumns[c])), longestCell(rows, c)) + gap
 	}
 	return max(minQuery, width-used-1)
 }

@@ -229,6 +229,46 @@ func TestLogTerminal(t *testing.T) {
 	}
 }
 
+// On a terminal the query is what gives way last: a long workspace keeps
+// only its end, then TOKENS, DURATION, COMMAND and WORKSPACE go, before the
+// query is cut below 40 runes; no line is wider than the terminal.
+func TestLogTerminalWidth(t *testing.T) {
+	base := time.Date(2026, 11, 26, 10, 0, 0, 0, time.Local)
+	query := "why did the nightly disk check fail on the backup volume?"
+	path := seedHistory(t, seedRun{
+		run:   history.Run{ID: "cccc000000000001", Command: "exec", Workspace: "/srv/customers/acme/production/app", Query: query, StartedAt: base},
+		final: &history.Final{Reason: "failure", ExitCode: 3, EndedAt: base.Add(2 * time.Second), Duration: 2 * time.Second, Result: resultJSON(t, "cccc000000000001", react.ReasonFailure, "")},
+	})
+	for _, tc := range []struct {
+		width      int
+		header     string // the columns shown
+		query, ws  string // what shows of them
+		queryRunes int    // at least
+	}{
+		{200, "ID WHEN COMMAND WORKSPACE QUERY REASON EXIT DURATION TOKENS", query, "/srv/customers/acme/production/app", len(query)},
+		{130, "ID WHEN COMMAND WORKSPACE QUERY REASON EXIT", "why did the nightly disk check fail on", "…ers/acme/production/app", 40},
+		{80, "ID WHEN QUERY REASON EXIT", "why did the nightly disk", "", 27},
+	} {
+		out, _, _ := runLog(t, path, logOptions{Terminal: true, Width: tc.width})
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if got := strings.Join(strings.Fields(lines[0]), " "); got != tc.header {
+			t.Errorf("%d columns: header %q, want %q", tc.width, got, tc.header)
+		}
+		if !strings.Contains(out, tc.query) || !strings.Contains(out, tc.ws) {
+			t.Errorf("%d columns: want %q and %q:\n%s", tc.width, tc.query, tc.ws, out)
+		}
+		for _, l := range lines {
+			if n := len([]rune(l)); n > tc.width {
+				t.Errorf("%d columns: a line of %d runes: %q", tc.width, n, l)
+			}
+		}
+		col := strings.Index(lines[0], "QUERY")
+		if shown := strings.TrimRight(string([]rune(lines[1])[len([]rune(lines[0][:col])):]), " "); len([]rune(shown)) < tc.queryRunes {
+			t.Errorf("%d columns: %q shows less than %d runes of the query", tc.width, shown, tc.queryRunes)
+		}
+	}
+}
+
 // --json is one object a run, every field, snake_case, RFC 3339 times.
 func TestLogJSON(t *testing.T) {
 	path, base := logFixture(t, "/ws")

@@ -25,6 +25,7 @@ type paramFlag struct {
 }
 
 func addParamFlag(f *pflag.FlagSet) *paramFlag {
+	defer helpGroup(f, "Input and output")()
 	p := &paramFlag{}
 	f.Var(p, "param", "value of the plan's parameter `NAME=VALUE` (NAME=@FILE: the file's text); repeatable")
 	return p

@@ -38,10 +38,12 @@ type historyFlags struct {
 }
 
 func addResumeFlag(f *pflag.FlagSet, h *historyFlags, what string) {
+	defer helpGroup(f, "Run history")()
 	f.StringVar(&h.Resume, "resume", "", what)
 }
 
 func addContinueFlag(f *pflag.FlagSet, h *historyFlags) {
+	defer helpGroup(f, "Run history")()
 	f.StringVarP(&h.Continue, "continue", "c", "", "ask a follow-up of the newest run in the workspace (--continue=RUN: of that run), with its conversation as context")
 	f.Lookup("continue").NoOptDefVal = continueNewest
 }

@@ -72,7 +72,8 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 	// root that runs would show "tact [flags]" in its usage: the template
 	// leaves that line to subcommands, so the help reads as before.
 	markUnknownCommands(root)
-	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", `{{if and .Runnable .HasParent (not (index .Annotations "tact/group"))}}`, 1))
+	// Flags show by purpose (helpgroups.go).
+	root.SetUsageTemplate(groupedUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", `{{if and .Runnable .HasParent (not (index .Annotations "tact/group"))}}`, 1)))
 	// --version prints what tact version prints.
 	root.Version = buildinfo.Version
 	root.SetVersionTemplate("tact {{.Version}}\n")

@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // An argument that is not a command is a typed usage error (exit 2), worded
@@ -86,8 +88,59 @@ func TestUsageAsCobras(t *testing.T) {
 	}
 	root.SetUsageTemplate("")
 	for _, c := range cmds {
-		if want := c.UsageString(); got[c] != want {
+		want := c.UsageString()
+		if groupedFlagUsages(c) != "" {
+			// Flags by purpose (helpgroups.go): the same flag lines, grouped.
+			oneSpace := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+			gotLines := oneSpace(got[c])
+			for _, line := range strings.Split(want, "\n") {
+				if strings.HasPrefix(strings.TrimSpace(line), "-") && !strings.Contains(gotLines, oneSpace(line)) {
+					t.Errorf("%s: usage lacks %q:\n%s", c.CommandPath(), strings.TrimSpace(line), got[c])
+				}
+			}
+			continue
+		}
+		if got[c] != want {
 			t.Errorf("%s: usage\n%s\nwant\n%s", c.CommandPath(), got[c], want)
+		}
+	}
+}
+
+// run --help shows its flags by purpose, as gh's help does: a heading a
+// group, in order, every flag once, --help last.
+func TestRunHelpGrouped(t *testing.T) {
+	factoryEnv(t)
+	f, _, stdout, _ := countingFactory("")
+	root, err := newRootCmd(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.SetArgs([]string{"run", "--help"})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	help := stdout.String()
+	last := -1
+	for _, h := range []string{"INPUT AND OUTPUT", "WORKSPACE AND TOOLS", "MODEL", "SAMPLING", "MODEL SERVER (OPENAI BACKEND)",
+		"EXECUTOR: BUDGETS AND STOPPING", "SAFETY: APPROVAL, POLICY, SANDBOX", "RUN HISTORY", "HELP", "Global Flags:"} {
+		i := strings.Index(help, "\n"+h+"\n")
+		if i < 0 || i < last {
+			t.Errorf("heading %q missing or out of order:\n%s", h, help)
+		}
+		last = i
+	}
+	if strings.Contains(help, "\nFlags:\n") {
+		t.Errorf("an ungrouped Flags: block:\n%s", help)
+	}
+	newRunCmd(f, nil).Flags().VisitAll(func(fl *pflag.Flag) {
+		line := regexp.MustCompile(`(?m)^\s+(-\w, )?--` + regexp.QuoteMeta(fl.Name) + `( |\[|$)`)
+		if n := len(line.FindAllString(help, -1)); n != 1 {
+			t.Errorf("--%s shows %d times", fl.Name, n)
+		}
+	})
+	for _, want := range []string{"--model string ", "--temperature float32", "--base-url URL", "--max-iterations int", "-y, --yes", "--resume RUN"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("run --help lacks %q", want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/itchyny/gojq"
@@ -81,6 +82,12 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("REPO", root)
+			// The Go build and module caches, for scripts that run go
+			// (docs_examples: go run, a hook that runs go test): with HOME
+			// moved, go would build from nothing and fetch modules.
+			for k, v := range goCaches() {
+				env.Setenv(k, v)
+			}
 			return nil
 		},
 		// [root]: the script runs as root (it can chown files to another
@@ -95,6 +102,8 @@ func TestScripts(t *testing.T) {
 			"jq":         cmdJQ,
 			"exitcode":   cmdExitCode,
 			"synthmodel": cmdSynthModel,
+			"doc":        cmdDoc,
+			"docscript":  cmdDocScript,
 		},
 	})
 }
@@ -267,3 +276,15 @@ func epipeMain(args []string) int {
 	}
 	return 0
 }
+
+// goCaches are GOCACHE and GOMODCACHE as go reports them here (read once),
+// with GOPROXY=off and GOTOOLCHAIN=local: a script's go
+// never downloads.
+var goCaches = sync.OnceValue(func() map[string]string {
+	m := map[string]string{"GOPROXY": "off", "GOTOOLCHAIN": "local"}
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if f := strings.Fields(string(out)); err == nil && len(f) == 2 {
+		m["GOCACHE"], m["GOMODCACHE"] = f[0], f[1]
+	}
+	return m
+})

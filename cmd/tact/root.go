@@ -74,10 +74,16 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 	markUnknownCommands(root)
 	// Flags show by purpose (helpgroups.go).
 	root.SetUsageTemplate(groupedUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", `{{if and .Runnable .HasParent (not (index .Annotations "tact/group"))}}`, 1)))
-	// --version prints what tact version prints.
-	root.Version = buildinfo.Version
-	root.SetVersionTemplate("tact {{.Version}}\n")
-	root.Flags().Bool("version", false, "print the version (as tact version)")
+	// --version prints what tact version prints (cobra's own --version
+	// would print only the first line).
+	var showVersion bool
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version, as tact version does")
+	root.RunE = func(c *cobra.Command, _ []string) error {
+		if showVersion {
+			return versionRun(c.Context(), &versionOptions{IO: f.IO, S: f.Settings})
+		}
+		return c.Help()
+	}
 	markUsageErrors(root)
 	markPrintsOnly(root)
 	return root, nil
@@ -89,7 +95,7 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 const annPrints = "tact/prints"
 
 // printsOnlyCommands are the commands annPrints marks.
-var printsOnlyCommands = []string{"tact", "tact version", "tact tools", "tact mcp", "tact mcp list",
+var printsOnlyCommands = []string{"tact", "tact version", "tact tools", "tact mcp", "tact mcp list", "tact runtime",
 	"tact models", "tact models list", "tact models show", "tact models catalog",
 	"tact models cache", "tact models cache list", "tact log", "tact log show", "tact runtime"}
 

@@ -278,9 +278,9 @@ type mcpHTTPServer struct {
 
 // startMCPHTTP starts tact mcp serve --http on a free loopback port; a
 // server still running is killed with the test.
-func startMCPHTTP(t *testing.T, c *e2eCase) *mcpHTTPServer {
+func startMCPHTTP(t *testing.T, c *e2eCase, extra ...string) *mcpHTTPServer {
 	t.Helper()
-	cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--policy", c.pol, "--http", "127.0.0.1:0")
+	cmd := exec.Command(c.bin, append([]string{"mcp", "serve", "--workspace", c.ws, "--policy", c.pol, "--http", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = c.env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

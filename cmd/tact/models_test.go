@@ -497,7 +497,7 @@ func TestModelsPullHubForms(t *testing.T) {
 		{"o/r:Q4_K", "", "", "", exitUsage, "pull o/r:Q4_K: no GGUF file of quantization Q4_K (files: "}, // whole words only
 		{"o/r:q8_0", "", "", "", exitUsage, "pull o/r:q8_0: 2 files match (Tiny-Q8_0-00001-of-00002.gguf, Tiny-Q8_0-00002-of-00002.gguf); name one with hf.co/o/r/FILE"},
 		{"nobody/none:Q4_K_M", "", "", "", exitUsage, "pull nobody/none: no such repository on " + hub.URL + " (404 Not Found)"},
-		{"qwen9", "", "", "", exitUsage, `pull "qwen9": not a catalog name (known: qwen2.5-0.5b, `},
+		{"qwen9", "", "", "", exitUsage, `pull "qwen9": not a catalog name (known: qwen3.5-2b, `},
 	} {
 		dir := t.TempDir()
 		s := &config.Settings{ModelsDir: dir, HFEndpoint: hub.URL + "/"} // a trailing slash is tolerated

@@ -25,7 +25,7 @@ func TestRunFlagsHaveSettingTags(t *testing.T) {
 		}
 	}
 	// Flags that name this invocation's input, not a setting: no variable.
-	perInvocation := map[string]bool{"batch --ordered": true, "run --resume": true, "run --continue": true, "exec --resume": true, "plan --from": true, "plan --answer-jq": true, "run --file": true, "exec --file": true, "plan --file": true, "plan --param-name": true, "batch --plan": true}
+	perInvocation := map[string]bool{"batch --ordered": true, "run --resume": true, "run --continue": true, "exec --resume": true, "plan --from": true, "plan --answer-jq": true, "run --file": true, "exec --file": true, "plan --file": true, "plan --param-name": true, "batch --plan": true, "plan --link-outputs": true}
 	f := newFactory(&iostreams{})
 	for _, cmd := range []*cobra.Command{newRunCmd(f, nil), newPlanCmd(f, nil), newExecCmd(f, nil), newBatchCmd(f, nil), newServeCmd(f, nil)} {
 		if cmd.Annotations[annSettings] == "" {

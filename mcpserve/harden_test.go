@@ -117,7 +117,10 @@ func TestSessionsAskIndependently(t *testing.T) {
 	release := make(chan struct{})
 	aAsked := make(chan struct{}, 1)
 	a := f.connect(&sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-		aAsked <- struct{}{}
+		select { // a denied write may be asked again: never block here
+		case aAsked <- struct{}{}:
+		default:
+		}
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -125,12 +128,14 @@ func TestSessionsAskIndependently(t *testing.T) {
 		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "no"}}, nil
 	}})
 	b := f.connect(yesClient(nil))
-	defer close(release)
 	rows := func(name string) []any {
 		return []any{map[string]any{"tool": "write_file", "args": map[string]any{"path": name, "content": "x"}},
 			map[string]any{"tool": "final_answer", "args": map[string]any{"answer": "done"}}}
 	}
 	aDone := make(chan struct{})
+	// Answer A and let its run end before the sessions close: a client
+	// closing while the server still waits on its question hangs both.
+	defer func() { close(release); <-aDone }()
 	go func() {
 		defer close(aDone)
 		a.CallTool(context.Background(), &sdk.CallToolParams{Name: "tact_exec", Arguments: map[string]any{"query": "a", "rows": rows("a.txt")}})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/llm/chattemplate"
 	"github.com/tactcli/tact/models"
 )
 
@@ -181,7 +182,7 @@ func modelsShowRun(ctx context.Context, o *modelsShowOptions) error {
 	if err != nil {
 		return err
 	}
-	f, warning := models.NewFormatter(info)
+	f, warning := chattemplate.NewFormatter(info)
 	d := modelDetails{Info: *info, ChatFormat: f.Name(), ChatFormatWarning: warning}
 	out := o.IO.Out
 	if o.JSON {

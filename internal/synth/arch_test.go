@@ -12,6 +12,7 @@ import (
 
 	"github.com/ollama/ollama/fs/ggml"
 
+	"github.com/tactcli/tact/llm/chattemplate"
 	"github.com/tactcli/tact/models"
 )
 
@@ -88,7 +89,7 @@ func TestNewArchsAreValidGGUF(t *testing.T) {
 			checkTokenizer(t, tc.m.Arch, kv)
 			// tact formats prompts with the family the template names.
 			family := map[Arch]string{Qwen35: "chatml", Gemma4: "gemma4"}[tc.m.Arch]
-			if f, warning := models.NewFormatter(info); f.Name() != family || warning != "" {
+			if f, warning := chattemplate.NewFormatter(info); f.Name() != family || warning != "" {
 				t.Errorf("formatter %s (warning %q), want %s", f.Name(), warning, family)
 			}
 		})

@@ -40,6 +40,7 @@ import (
 	"github.com/tactcli/tact/internal/cpulock"
 	"github.com/tactcli/tact/internal/threads"
 	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/llm/chattemplate"
 	"github.com/tactcli/tact/models"
 )
 
@@ -102,7 +103,7 @@ type Backend struct {
 	sched      *sched // owns the context: every call goes through it
 	opts       Options
 	info       *models.Info
-	format     models.Formatter
+	format     chattemplate.Formatter
 	model      *llama.Model
 	lc         *llama.Context
 	batch      *llama.Batch

@@ -1,4 +1,4 @@
-package models
+package chattemplate
 
 import (
 	"encoding/json"
@@ -7,6 +7,13 @@ import (
 	"testing"
 
 	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/models"
+)
+
+// Chat templates as shipped in real GGUF files (tokenizer.chat_template).
+const (
+	chatmlJinja = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+	llama3Jinja = "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
 )
 
 const gemma3Jinja = "{{ bos_token }}\n{%- if messages[0]['role'] == 'system' -%}\n    {%- if messages[0]['content'] is string -%}\n        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}\n    {%- else -%}\n        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}\n    {%- endif -%}\n    {%- set loop_messages = messages[1:] -%}\n{%- else -%}\n    {%- set first_user_prefix = \"\" -%}\n    {%- set loop_messages = messages -%}\n{%- endif -%}\n{%- for message in loop_messages -%}\n    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n        {{ raise_exception(\"Conversation roles must alternate user/assistant/user/assistant/...\") }}\n    {%- endif -%}\n    {%- if (message['role'] == 'assistant') -%}\n        {%- set role = \"model\" -%}\n    {%- else -%}\n        {%- set role = message['role'] -%}\n    {%- endif -%}\n    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}\n    {%- if message['content'] is string -%}\n        {{ message['content'] | trim }}\n    {%- elif message['content'] is iterable -%}\n        {%- for item in message['content'] -%}\n            {%- if item['type'] == 'image' -%}\n                {{ '<start_of_image>' }}\n            {%- elif item['type'] == 'text' -%}\n                {{ item['text'] | trim }}\n            {%- endif -%}\n        {%- endfor -%}\n    {%- else -%}\n        {{ raise_exception(\"Invalid content type\") }}\n    {%- endif -%}\n    {{ '<end_of_turn>\n' }}\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n    {{'<start_of_turn>model\n'}}\n{%- endif -%}\n"
@@ -47,7 +54,7 @@ func TestNewFormatter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, warning := NewFormatter(&Info{Name: "m", ChatTemplate: tc.template})
+			f, warning := NewFormatter(&models.Info{Name: "m", ChatTemplate: tc.template})
 			if f.Name() != tc.want {
 				t.Errorf("Name = %q, want %q", f.Name(), tc.want)
 			}
@@ -133,7 +140,7 @@ func TestFormatPrefixStable(t *testing.T) {
 }
 
 func BenchmarkNewFormatterLong(b *testing.B) {
-	info := &Info{ChatTemplate: qwenJinja}
+	info := &models.Info{ChatTemplate: qwenJinja}
 	for b.Loop() {
 		NewFormatter(info)
 	}
@@ -157,7 +164,7 @@ func TestOllamaTemplates(t *testing.T) {
 	spaceBeforeReply := map[string]bool{"openchat": true, "mistral-instruct": true, "llama2-chat": true,
 		"codellama-70b-instruct": true, "chatqa": true, "command-r": true}
 	for i, e := range table {
-		f, warning := NewFormatter(&Info{Name: e.Name, ChatTemplate: e.Template})
+		f, warning := NewFormatter(&models.Info{Name: e.Name, ChatTemplate: e.Template})
 		if f.Name() != e.Name || warning != "" {
 			t.Errorf("template %d (%s): got %s, warning %q", i, e.Name, f.Name(), warning)
 			continue

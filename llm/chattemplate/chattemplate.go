@@ -1,4 +1,7 @@
-package models
+// Package chattemplate renders chat messages into a model's prompt text:
+// the model's jinja chat template matched to one of ollama's Go templates.
+// It is pure Go (no llama.cpp), so every backend and test can use it.
+package chattemplate
 
 import (
 	"fmt"
@@ -10,6 +13,7 @@ import (
 	"github.com/ollama/ollama/template"
 
 	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/models"
 )
 
 // Formatter renders chat messages into the prompt text a model was trained on.
@@ -32,7 +36,7 @@ type Formatter interface {
 // jinja template is matched to one of ollama's Go templates (by edit distance,
 // then by its turn markers); an empty or unknown template falls back to
 // ChatML, and warning says so. info may be nil (ChatML, with a warning).
-func NewFormatter(info *Info) (f Formatter, warning string) {
+func NewFormatter(info *models.Info) (f Formatter, warning string) {
 	if info == nil || strings.TrimSpace(info.ChatTemplate) == "" {
 		return chatML(), "model has no chat template; using ChatML"
 	}

@@ -90,8 +90,8 @@ test: $(DEPS_STAMP) build $(OLLAMA) runtime
 	$(GO) vet $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 	@# Concurrent runs on one executor and one runtime (on the tiny model:
-	@# llm/backends), under the race detector.
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./llm/backends/
+	@# backends), under the race detector.
+	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./backends/
 
 test-short: $(DEPS_STAMP) runtime
 	$(GO) test -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)

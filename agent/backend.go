@@ -16,7 +16,7 @@ import (
 // Backends opens the model backends that live outside the engine: "llama"
 // (a model file, in-process through cgo) and "openai" (a server). The
 // engine picks which from the settings and opens script and none itself;
-// cmd/tact passes backends.All (llm/backends), so the engine, the server
+// cmd/tact passes backends.All (package backends), so the engine, the server
 // and their tests build without llama.cpp.
 type Backends interface {
 	// Open opens backend req.Name. Its errors are bad input, but ctx's

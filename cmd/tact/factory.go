@@ -7,7 +7,7 @@ import (
 
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
-	"github.com/tactcli/tact/llm/backends"
+	"github.com/tactcli/tact/backends"
 	"github.com/tactcli/tact/redact"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/internal/testlock"
-	"github.com/tactcli/tact/llm/backends"
+	"github.com/tactcli/tact/backends"
 	"github.com/tactcli/tact/react"
 )
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tactcli/tact/redact"
 )
 
 // Event names: the trace's "event" field. docs/cli.md lists them.
@@ -130,4 +132,34 @@ func (p *progressSink) Handle(ev Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.fn(line)
+}
+
+// progress sends a one-line status to a terminal (not to the trace).
+func (r *run) progress(format string, a ...any) {
+	if r.e.Events != nil {
+		r.e.Events.Handle(Event{RunID: r.id, Type: EventProgress, Time: time.Now(), Fields: map[string]any{"line": fmt.Sprintf(format, a...)}})
+	}
+}
+
+// emit writes a trace event with its fields redacted (the trace is an exit,
+// whatever redaction the TraceWriter itself applies).
+func (r *run) emit(event string, fields map[string]any) {
+	if r.e.Events == nil {
+		return
+	}
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		b, err := marshalNoEscape(v)
+		if err != nil {
+			out[k] = v
+			continue
+		}
+		out[k] = json.RawMessage(r.redactJSON(b))
+	}
+	r.e.Events.Handle(Event{RunID: r.id, Type: event, Time: time.Now(), Fields: out})
+}
+
+// redactJSON redacts the strings of a JSON value, keeping it valid JSON.
+func (r *run) redactJSON(raw json.RawMessage) json.RawMessage {
+	return redact.RedactJSONWith(raw, r.e.Redact)
 }

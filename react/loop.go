@@ -6,21 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
-	"github.com/tactcli/tact/prompt"
-	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/tools"
 )
-
-func (r *run) progress(format string, a ...any) {
-	if r.e.Events != nil {
-		r.e.Events.Handle(Event{RunID: r.id, Type: EventProgress, Time: time.Now(), Fields: map[string]any{"line": fmt.Sprintf(format, a...)}})
-	}
-}
 
 func (r *run) main() {
 	e := r.e
@@ -317,40 +308,6 @@ func (r *run) syncPending() {
 	}
 }
 
-func (r *run) record(st StepTrace) {
-	r.syncPending()
-	st.Iteration = len(r.res.Trace.Steps) + 1
-	st.Timestamp = time.Now().UTC()
-	st.Observation = r.e.Redact(st.Observation)
-	st.Thought = r.e.Redact(st.Thought)
-	st.Error = r.e.Redact(st.Error)
-	if st.Action.Args == nil {
-		st.Action.Args = json.RawMessage(`{}`)
-	}
-	st.Action.Args = r.redactJSON(st.Action.Args)
-	if st.Source == "model" && st.ContextTokens == 0 {
-		st.ContextTokens = r.lastPromptTokens
-	}
-	r.lastPromptTokens = 0
-	r.res.Trace.Steps = append(r.res.Trace.Steps, st)
-	r.traceTurn = append(r.traceTurn, r.turn)
-	r.emit(EventStep, map[string]any{"step": st, "state": *r.st})
-}
-
-// noteRepeat tracks identical actions in a row; true when the run stalled.
-func (r *run) noteRepeat(key string) bool {
-	if key == r.lastKey {
-		r.sameInRow++
-	} else {
-		r.lastKey, r.sameInRow = key, 1
-	}
-	if r.sameInRow >= r.e.StallThreshold {
-		r.fallback(ReasonStalled, fmt.Sprintf("%d identical actions in a row", r.sameInRow))
-		return true
-	}
-	return false
-}
-
 // complete sends a request to the model. Its messages are redacted
 // already (the prompt is an exit): the conversation's when they were added
 // (addHist), a call's own by prepare; the runtime's backend redacts them
@@ -365,47 +322,6 @@ func (r *run) complete(req llm.Request) (llm.Response, error) {
 	// replaced, as encoding/json reads them anyway.
 	resp.Text = strings.ToValidUTF8(resp.Text, "\uFFFD")
 	return resp, err
-}
-
-// emit writes a trace event with its fields redacted (the trace is an exit,
-// whatever redaction the TraceWriter itself applies).
-func (r *run) emit(event string, fields map[string]any) {
-	if r.e.Events == nil {
-		return
-	}
-	out := make(map[string]any, len(fields))
-	for k, v := range fields {
-		b, err := marshalNoEscape(v)
-		if err != nil {
-			out[k] = v
-			continue
-		}
-		out[k] = json.RawMessage(r.redactJSON(b))
-	}
-	r.e.Events.Handle(Event{RunID: r.id, Type: event, Time: time.Now(), Fields: out})
-}
-
-// redactJSON redacts the strings of a JSON value, keeping it valid JSON.
-func (r *run) redactJSON(raw json.RawMessage) json.RawMessage {
-	return redact.RedactJSONWith(raw, r.e.Redact)
-}
-
-// addTranscript keeps a redacted copy of an entry: the transcript goes only
-// to the replanner's prompt and the trace.
-func (r *run) addTranscript(te planner.TranscriptEntry) {
-	te.Args = r.redactJSON(te.Args)
-	te.Stdout, te.Stderr, te.Error = r.e.Redact(te.Stdout), r.e.Redact(te.Stderr), r.e.Redact(te.Error)
-	r.transcript = append(r.transcript, te)
-}
-
-// appendExchange keeps the model's view append-only: a planned action is
-// written as if the model had chosen it, then its observation follows.
-func (r *run) appendExchange(act Action, source string, obs prompt.Observation) {
-	if source == "plan" {
-		b, _ := marshalNoEscape(act)
-		r.addMsg(llm.RoleAssistant, string(b))
-	}
-	r.addMsg(llm.RoleUser, prompt.Render("observation", obs))
 }
 
 // noModelWhy is "; " and what a model-less backend said of why there is no

@@ -46,10 +46,7 @@ type BackendRequest struct {
 // The backends that are not the engine's own come from opts.Backends.
 func openBackend(ctx context.Context, s *config.Settings, opts Options, settingName func(field string) string) (llm.Backend, error) {
 	backends := opts.Backends
-	name := s.Backend
-	if name == "" && s.BaseURL != "" && s.Model == "" && s.Script == "" {
-		name = "openai"
-	}
+	name := impliedBackend(s)
 	var modelPath, why string
 	model, fromPlan := s.Model, false
 	if model == "" && name == "" && opts.GivenModelOnly {
@@ -130,6 +127,45 @@ func openBackend(ctx context.Context, s *config.Settings, opts Options, settingN
 	default:
 		return nil, badInputf("--backend %q: want llama, openai, script or none", name)
 	}
+}
+
+// impliedBackend is the backend the settings name before any model is
+// looked up: --backend; openai for --base-url without --model or --script;
+// "" when the models decide (openBackend, PullTarget).
+func impliedBackend(s *config.Settings) string {
+	if s.Backend == "" && s.BaseURL != "" && s.Model == "" && s.Script == "" {
+		return "openai"
+	}
+	return s.Backend
+}
+
+// PullTarget is the catalog model --pull downloads before a run with these
+// settings opens its backend (openBackend's choice, made ahead of it): the
+// catalog model --model names when it is not in the models directory, or
+// the recommended default when no model is set, the directory holds none
+// and the run would load one (no --script, no server). ok is false when
+// nothing needs downloading.
+func PullTarget(s *config.Settings) (e models.CatalogEntry, ok bool) {
+	if name := impliedBackend(s); name != "" && name != "llama" {
+		return e, false
+	}
+	dir := s.ModelsDirectory()
+	if s.Model == "" {
+		if s.Script != "" && s.Backend == "" {
+			return e, false // a script run without a model stays a script run
+		}
+		if _, err := models.Resolve("", dir); !errors.Is(err, models.ErrNoModel) {
+			return e, false
+		}
+		return models.DefaultCatalogEntry(), true
+	}
+	if e, ok = models.LookupCatalog(s.Model); !ok {
+		return e, false
+	}
+	if _, err := models.Resolve(e.Name, dir); err == nil {
+		return e, false
+	}
+	return e, true
 }
 
 // recoverHint says how a saved plan's run gets a model to recover failed

@@ -2,38 +2,26 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/models"
 )
 
-// pullForRun makes --pull download the catalog model the run will use: the
-// one --model names, or the recommended default when no model is set and
-// the models directory holds none. A model already there, or a --model that
-// is a path or not a catalog name, needs nothing. Without --pull it does
-// nothing: a run never downloads unasked.
+// pullForRun makes --pull download the catalog model the run will use
+// (agent.PullTarget decides which, with the engine's own backend choice).
+// Without --pull it does nothing: a run never downloads unasked.
 func pullForRun(ctx context.Context, s *config.Settings, streams *iostreams) error {
-	if !s.Pull || s.Backend == "openai" || (s.Backend == "" && s.BaseURL != "" && s.Model == "") {
-		return nil // no model file: the openai backend's model is on its server
+	if !s.Pull {
+		return nil
 	}
-	dir := s.ModelsDirectory()
-	var e models.CatalogEntry
-	if s.Model == "" {
-		if _, err := models.Resolve("", dir); !errors.Is(err, models.ErrNoModel) {
-			return nil
-		}
-		e = models.DefaultCatalogEntry()
-	} else {
-		var ok bool
-		if e, ok = models.LookupCatalog(s.Model); !ok {
-			return nil
-		}
+	if e, ok := models.LookupCatalog(s.Model); ok && s.Model != "" {
 		s.Model = e.Name // the file is NAME.gguf, whatever case --model had
-		if _, err := models.Resolve(e.Name, dir); err == nil {
-			return nil
-		}
+	}
+	e, ok := agent.PullTarget(s)
+	if !ok {
+		return nil
 	}
 	_, err := pullCatalogModel(ctx, s, streams, e)
 	if err == nil && s.Model == "" {

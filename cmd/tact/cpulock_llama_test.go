@@ -106,7 +106,22 @@ func TestConcurrentRunsShareTheCPU(t *testing.T) {
 			results[i] = run(i + 1)
 		}()
 	}
-	time.Sleep(hold)
+	// Both runs wait once their turns are registered beside the test's own
+	// (the lock's want/ directory); then the slots stay held for hold, the
+	// wait each run must report.
+	if !waitFor(2*time.Minute, func() bool {
+		entries, _ := os.ReadDir(filepath.Join(runDir, "tact", "want"))
+		n := 0
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), ".") {
+				n++
+			}
+		}
+		return n == 1+len(results)
+	}) {
+		t.Fatal("the runs never waited for the cpu lock")
+	}
+	time.Sleep(hold) // the time the slots are held is what the runs must report
 	turn.Release()
 	wg.Wait()
 	for i, r := range results {

@@ -250,7 +250,7 @@ func TestE2ESignalEndsBlockedTact(t *testing.T) {
 			p := c.start(r, nil, "exec", "--workspace", c.ws, "-")
 			r.Close()
 			// Wait until tact reads the pipe: it is blocked in read(2) on fd 0.
-			if !waitFor(10*time.Second, func() bool { return blockedReading(p.cmd.Process.Pid) }) {
+			if !waitFor(time.Minute, func() bool { return blockedReading(p.cmd.Process.Pid) }) {
 				t.Fatalf("tact never blocked reading its standard input\nstderr: %s", p.stderr.String())
 			}
 			sent := time.Now()

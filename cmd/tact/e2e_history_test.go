@@ -551,14 +551,9 @@ func waitShellGone(t *testing.T, pidFile string) {
 	// command's), not the system's: the processes still working in the
 	// workspace are found by their directory instead.
 	ws := filepath.Dir(pidFile)
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		left := processesIn(ws)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the killed run's processes %v are still running in %s", left, ws)
-		}
+	var left []int
+	if !waitFor(time.Minute, func() bool { left = processesIn(ws); return len(left) == 0 }) {
+		t.Fatalf("the killed run's processes %v are still running in %s", left, ws)
 	}
 }
 

@@ -108,14 +108,9 @@ func stallingModelServer(t *testing.T) (srv *httptest.Server, arrived chan struc
 // waitPartial waits until the partial download holds bytes.
 func waitPartial(t *testing.T, p *proc, partial string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if st, err := os.Stat(partial); err == nil && st.Size() > 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitFor(time.Minute, func() bool { st, err := os.Stat(partial); return err == nil && st.Size() > 0 }) {
+		t.Fatalf("no partial download after a minute\nstderr: %s", p.stderr.String())
 	}
-	t.Fatalf("no partial download after 10s\nstderr: %s", p.stderr.String())
 }
 
 func TestE2EModelsPullSignals(t *testing.T) {

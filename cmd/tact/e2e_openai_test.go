@@ -127,25 +127,27 @@ func startOllama(t *testing.T, bin string, parallel int) *ollamaServer {
 			t.Logf("ollama serve log:\n%s", tail(string(log), 4000))
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + host + "/api/version")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	exited := false
+	up := waitFor(2*time.Minute, func() bool {
 		select {
 		case <-done:
-			log, _ := os.ReadFile(logPath)
-			t.Fatalf("ollama serve exited at start:\n%s", tail(string(log), 4000))
+			exited = true
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ollama serve did not answer on %s within 30s", host)
+		resp, err := http.Get("http://" + host + "/api/version")
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if exited {
+		log, _ := os.ReadFile(logPath)
+		t.Fatalf("ollama serve exited at start:\n%s", tail(string(log), 4000))
+	}
+	if !up {
+		t.Fatalf("ollama serve did not answer on %s within 2 minutes", host)
 	}
 	modelfile := filepath.Join(dir, "Modelfile")
 	if err := os.WriteFile(modelfile, []byte("FROM "+synth.Cached(t, synth.Tiny)+"\n"), 0o644); err != nil {

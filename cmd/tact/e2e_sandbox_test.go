@@ -127,7 +127,7 @@ func TestE2EDaemonDoesNotOutliveTool(t *testing.T) {
 	if code := p.wait(10 * time.Second); code != 0 || p.stdout.String() != "hi\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
 	}
-	assertNoSurvivors(t, m, time.Second)
+	assertNoSurvivors(t, m, 10*time.Second)
 
 	c = newE2E(t)
 	m = sleepMarker()
@@ -136,5 +136,5 @@ func TestE2EDaemonDoesNotOutliveTool(t *testing.T) {
 	p = startLongTool(t, c, fmt.Sprintf("sh -c 'setsid sleep %[1]s & sleep %[1]s'", m), m, 3)
 	p.signal(syscall.SIGKILL)
 	p.wait(5 * time.Second)
-	assertNoSurvivors(t, m, 2*time.Second)
+	assertNoSurvivors(t, m, 10*time.Second)
 }

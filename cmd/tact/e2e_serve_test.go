@@ -284,24 +284,24 @@ type warmLine struct {
 // warmed waits for the warm-up's two lines (executor, planner).
 func (p *serveProc) warmed(t *testing.T) []warmLine {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var out []warmLine
+	var out []warmLine
+	failed := false
+	waitFor(2*time.Minute, func() bool {
+		out = out[:0]
 		for _, l := range strings.Split(p.logs.String(), "\n") {
 			var w warmLine
 			if strings.Contains(l, `"msg":"warmed"`) && json.Unmarshal([]byte(l), &w) == nil {
 				out = append(out, w)
 			}
 		}
-		if len(out) == 2 {
-			if out[0].Prompt != "executor" || out[1].Prompt != "planner" {
-				t.Fatalf("warmed %+v", out)
-			}
-			return out
-		}
-		if strings.Contains(p.logs.String(), "warm-up failed") || time.Now().After(deadline) {
-			t.Fatalf("no warm-up lines:\n%s", p.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		failed = strings.Contains(p.logs.String(), "warm-up failed")
+		return len(out) == 2 || failed
+	})
+	if len(out) != 2 || failed {
+		t.Fatalf("no warm-up lines:\n%s", p.logs.String())
 	}
+	if out[0].Prompt != "executor" || out[1].Prompt != "planner" {
+		t.Fatalf("warmed %+v", out)
+	}
+	return out
 }

@@ -104,9 +104,7 @@ func startBurners(t *testing.T, n int) {
 			cmd.Wait()
 		})
 		// Running before a run looks at the load: it has had CPU time.
-		for deadline := time.Now().Add(10 * time.Second); !hadCPU(cmd.Process.Pid) && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitFor(time.Minute, func() bool { return hadCPU(cmd.Process.Pid) })
 	}
 }
 

@@ -64,32 +64,22 @@ func writeTestFile(t *testing.T, path, content string) {
 
 func mcpWaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitFor(time.Minute, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
 // processGone reports whether pid has ended (not running, not a zombie),
 // waiting a little: a killed orphan is reaped by init a moment later.
 func processGone(pid int) bool {
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	return waitFor(10*time.Second, func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			return true
 		}
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		i := strings.LastIndexByte(string(b), ')')
+		return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+	})
 }
 
 // An MCP stdio server (and the child it started, in its process group)
@@ -125,8 +115,9 @@ func TestMCPNoOrphansAfterSignal(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			mcpWaitFor(t, "the step to start", func() bool { return strings.Contains(readFile(trace), `"execute_start"`) })
-			time.Sleep(300 * time.Millisecond)
+			// The step runs once the server and its child are up: both
+			// pids are in the file.
+			mcpWaitFor(t, "the server and its child", func() bool { return len(strings.Fields(readFile(pidFile))) == 2 })
 			var pids []int
 			for _, f := range strings.Fields(readFile(pidFile)) {
 				n, err := strconv.Atoi(f)
@@ -142,6 +133,8 @@ func TestMCPNoOrphansAfterSignal(t *testing.T) {
 				if err := cmd.Process.Signal(s); err != nil {
 					t.Fatal(err)
 				}
+				// Two signals, not one: the kernel merges a signal
+				// sent while the same one is still pending.
 				time.Sleep(5 * time.Millisecond)
 			}
 			done := make(chan error, 1)

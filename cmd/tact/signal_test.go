@@ -39,7 +39,9 @@ func TestSIGTERMTraceSays143(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := filepath.Join(dir, "slow.jsonl")
-	if err := os.WriteFile(plan, []byte(`{"tool":"run_command","args":{"command":"sleep 30"}}`+"\n"+
+	m := sleepMarker()
+	killMarked(t, m)
+	if err := os.WriteFile(plan, []byte(`{"tool":"run_command","args":{"command":"sleep `+m+`"}}`+"\n"+
 		`{"tool":"final_answer","args":{"answer":"late"}}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +53,10 @@ func TestSIGTERMTraceSays143(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the command runs (its step has started), then SIGTERM.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(readFile(trace), `"execute_start"`) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	if !waitFor(time.Minute, func() bool { return len(procsWith(m)) > 0 }) {
+		cmd.Process.Kill()
+		t.Fatalf("the command did not start; trace:\n%s", readFile(trace))
 	}
-	time.Sleep(300 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -373,11 +373,7 @@ func TestQueueOrder(t *testing.T) {
 			<-fk.started
 			continue
 		}
-		for deadline := time.Now().Add(5 * time.Second); e.srv.adm.queued() != i; time.Sleep(2 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never queued", q)
-			}
-		}
+		waitUntil(t, q+" to queue", func() bool { return e.srv.adm.queued() == i })
 	}
 	wg.Wait()
 	if got := strings.Join(order, ","); got != "first,second,third,fourth,fifth" {
@@ -418,17 +414,13 @@ func TestTimeoutsAndCancel(t *testing.T) {
 	if _, err := e2.http.Client().Do(req); err == nil {
 		t.Fatal("request not cancelled")
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for e2.fake.cancelled.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The fake model call runs 10 s unless cancelled: a cancellation is
+	// seen well before that, however slow the machine.
+	waitUntil(t, "the model call to be cancelled", func() bool { return e2.fake.cancelled.Load() != 0 })
 	if e2.fake.cancelled.Load() != 1 {
 		t.Fatal("the model call went on after the client left")
 	}
-	for time.Now().Before(deadline) && !strings.Contains(e2.logs.String(), `"status":499`) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !strings.Contains(e2.logs.String(), `"status":499`) {
+	if !eventually(func() bool { return strings.Contains(e2.logs.String(), `"status":499`) }) {
 		t.Fatalf("log: %s", e2.logs.String())
 	}
 }
@@ -658,11 +650,7 @@ func TestShutdownRefusesQueued(t *testing.T) {
 	running := postAsync(url+"/api/agent/react_step", `{"user_query": "first"}`)
 	<-fk.started
 	queued := postAsync(url+"/api/agent/react_step", `{"user_query": "second"}`)
-	for deadline := time.Now().Add(5 * time.Second); e.srv.adm.queued() != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second request never queued")
-		}
-	}
+	waitUntil(t, "the second request to queue", func() bool { return e.srv.adm.queued() == 1 })
 	start := time.Now()
 	shutdown()
 	r := <-queued
@@ -696,11 +684,7 @@ func TestShutdownCancelsRun(t *testing.T) {
 	url, shutdown, served := e.serving()
 	plan := `{"tool":"run_command","args":{"command":"sleep 30"}}` + "\n" + finalPlan
 	got := postAsync(url+"/v1/runs", toJSON(t, map[string]any{"plan": plan}))
-	for deadline := time.Now().Add(5 * time.Second); e.srv.adm.busy() != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the run never started")
-		}
-	}
+	waitUntil(t, "the run to start", func() bool { return e.srv.adm.busy() == 1 })
 	start := time.Now()
 	shutdown()
 	if err := <-served; err != nil {

@@ -86,11 +86,30 @@ func stuckClient(t *testing.T, addr, path, body string) net.Conn {
 // waitBusy waits until n sequences are taken.
 func (e *testEnv) waitBusy(n int) {
 	e.t.Helper()
-	for deadline := time.Now().Add(bound); e.srv.adm.busy() != n; time.Sleep(5 * time.Millisecond) {
+	waitUntil(e.t, fmt.Sprintf("%d sequences busy", n), func() bool { return e.srv.adm.busy() == n })
+}
+
+// waitUntil waits until cond holds, failing t after waitBound.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !eventually(cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitBound bounds a wait for a state: generous, as a busy machine is
+// slow, while a passing test waits only until the state is reached.
+const waitBound = time.Minute
+
+// eventually polls cond until it holds (true) or waitBound passes. It is
+// these tests' one poll: they wait on a state, never for a fixed time.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(waitBound); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%d sequences busy, want %d", e.srv.adm.busy(), n)
+			return false
 		}
 	}
+	return true
 }
 
 // waitClosed reads what the server had sent on c until the server closes
@@ -263,6 +282,7 @@ func TestWriteTimeoutSlowReader(t *testing.T) {
 	}
 	// The same connection, idle for longer than the write timeout, then a
 	// request that waits for 100 Continue (a write net/http makes itself).
+	// The idle time is the case under test: a sleep, not a stand-in.
 	time.Sleep(2 * timeout)
 	reused := false
 	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})

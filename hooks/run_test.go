@@ -245,12 +245,20 @@ func gone(pid int) bool {
 	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
 
-// waitGone polls until pid has ended, for up to 10 seconds.
+// waitGone waits until pid has ended.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !gone(pid); time.Sleep(20 * time.Millisecond) {
+	waitUntil(t, fmt.Sprintf("process %d to end", pid), func() bool { return gone(pid) })
+}
+
+// waitUntil polls cond until it holds, failing t after a minute. It is
+// these tests' one poll: they wait on a state (a file, a process), never
+// for a fixed time, and the bound is generous, as a busy machine is slow.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs", pid)
+			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
 }
@@ -441,14 +449,7 @@ func TestCancel(t *testing.T) {
 	defer cancel()
 	done := make(chan Outcome)
 	go func() { done <- r.Run(ctx, Input{HookEventName: PreToolUse, Cwd: ws, ToolName: "x"}) }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(ws, "started")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the hook did not start")
-		}
-	}
+	waitUntil(t, "the hook to start", func() bool { _, err := os.Stat(filepath.Join(ws, "started")); return err == nil })
 	cancel()
 	select {
 	case out := <-done:

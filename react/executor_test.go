@@ -657,7 +657,9 @@ func TestTimeoutAndCancel(t *testing.T) {
 			if res.TerminationReason != tc.reason {
 				t.Fatalf("%s", res.TerminationReason)
 			}
-			if time.Since(start) > 2*time.Second {
+			// The tool runs until cancelled: the bound only says that the
+			// cancellation ended it, generous for a busy machine.
+			if time.Since(start) > 30*time.Second {
 				t.Fatal("too slow")
 			}
 			if ev := h.events("termination"); len(ev) != 1 || ev[0]["reason"] != string(tc.reason) {
@@ -665,13 +667,15 @@ func TestTimeoutAndCancel(t *testing.T) {
 			}
 		})
 		t.Run(tc.name+" during model", func(t *testing.T) {
-			h := newHarness(t, `{"kind":"action","delay_ms":5000,"text":"{\"thought\":\"slow slow slow slow\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"late\"}}"}`+"\n")
+			// The reply takes a minute; ending well before it is the
+			// cancellation's doing, with room for a busy machine.
+			h := newHarness(t, `{"kind":"action","delay_ms":60000,"text":"{\"thought\":\"slow slow slow slow\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"late\"}}"}`+"\n")
 			h.ex.NoPlan = true
 			ctx, cancel := tc.ctx()
 			defer cancel()
 			start := time.Now()
 			res := h.ex.Run(ctx, "q", nil)
-			if res.TerminationReason != tc.reason || time.Since(start) > 2*time.Second {
+			if res.TerminationReason != tc.reason || time.Since(start) > 30*time.Second {
 				t.Fatalf("%s after %v", res.TerminationReason, time.Since(start))
 			}
 		})

@@ -36,14 +36,9 @@ func TestProgramDiesWithTact(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the program did not start")
-		}
+	if !eventually(func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil }) {
+		cmd.Process.Kill()
+		t.Fatal("the program did not start")
 	}
 	child, daemon := pidFrom(t, filepath.Join(dir, "child")), pidFrom(t, filepath.Join(dir, "daemon"))
 	defer syscall.Kill(child, syscall.SIGKILL)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -130,6 +131,9 @@ func TestPIDNSFallback(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	defer slog.SetDefault(old)
+	// The process-wide state starts afresh (go test -count=N runs this again).
+	pidNSRefused.Store(false)
+	pidNSLogOnce = sync.Once{}
 	defer pidNSRefused.Store(false)
 	out, ws, rep := confinedSpec(t, "echo ran", func(s *Spec) { s.TestRefusePIDNS = true })
 	if ws != 0 || out != "ran\n" || !strings.Contains(rep.NoPIDNS, "refused for a test") {

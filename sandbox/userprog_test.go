@@ -45,23 +45,33 @@ func running(pid int) bool {
 // waitGone waits (bounded: the kill is asynchronous) until pid is gone.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); running(pid); time.Sleep(10 * time.Millisecond) {
+	if !eventually(func() bool { return !running(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("process %d still runs", pid)
+	}
+}
+
+// eventually polls cond until it holds (true), or a minute passes. It is
+// these tests' one poll: they wait on a state (a file, a process), never
+// for a fixed time, and the bound is generous, as a busy machine is slow.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d still runs", pid)
+			return false
 		}
 	}
+	return true
 }
 
 // cancelOnFile calls cancel once path exists (or ctx has ended).
 func cancelOnFile(ctx context.Context, cancel func(), path string) {
-	for ctx.Err() == nil {
+	eventually(func() bool {
 		if _, err := os.Stat(path); err == nil {
 			cancel()
-			return
+			return true
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return ctx.Err() != nil
+	})
 }
 
 func TestRunProgram(t *testing.T) {

@@ -296,7 +296,7 @@ func TestCloseEndsProcessGroup(t *testing.T) {
 		t.Errorf("Close took %v", d)
 	}
 	for _, p := range pids {
-		if !gone(p, 3*time.Second) {
+		if !gone(p, 30*time.Second) {
 			t.Errorf("pid %d still running after Close", p)
 		}
 	}
@@ -305,12 +305,16 @@ func TestCloseEndsProcessGroup(t *testing.T) {
 // gone waits until pid has ended (a killed orphan is reaped by init a
 // moment later).
 func gone(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for alive(pid) {
+	return eventually(d, func() bool { return !alive(pid) })
+}
+
+// eventually polls cond until it holds (true) or d passes. It is these
+// tests' one poll: they wait on a state, never for a fixed time.
+func eventually(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	return true
 }
@@ -368,15 +372,15 @@ func startHTTPServerCmd(t *testing.T, args ...string) (string, *exec.Cmd) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(urlFile); err == nil && len(b) > 0 {
-			return string(b), cmd
-		}
-		time.Sleep(20 * time.Millisecond)
+	var url string
+	if !eventually(time.Minute, func() bool {
+		b, err := os.ReadFile(urlFile)
+		url = string(b)
+		return err == nil && len(b) > 0
+	}) {
+		t.Fatal("the HTTP server did not start")
 	}
-	t.Fatal("the HTTP server did not start")
-	return "", nil
+	return url, cmd
 }
 
 // An HTTP server that goes away mid-run: the call is an error observation
@@ -491,10 +495,19 @@ func TestDeadBetweenCallsRestarts(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if !gone(pid, 3*time.Second) {
+	if !gone(pid, time.Minute) {
 		t.Fatal("server still running")
 	}
-	time.Sleep(100 * time.Millisecond) // let the session notice
+	// The session notices: its done channel closes.
+	srv := m.servers[0]
+	srv.mu.Lock()
+	done := srv.done
+	srv.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the session did not notice that its server died")
+	}
 	if got := run(t, tools["t.echo"], `{"text":"again"}`); got.Output != "again" || got.Err != nil {
 		t.Fatalf("echo after the server was killed: %+v", got)
 	}

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/tactcli/tact/agent"
-	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/backends"
+	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/redact"
 )
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,13 @@ const (
 var Events = []Event{PreToolUse, PostToolUse, Stop, RunStart}
 
 // knownEvents is Events in words, for the unknown-event error.
-const knownEvents = "PreToolUse, PostToolUse, Stop, RunStart"
+func knownEvents() string {
+	words := make([]string, len(Events))
+	for i, e := range Events {
+		words[i] = string(e)
+	}
+	return strings.Join(words, ", ")
+}
 
 // toolEvent reports whether ev is about one tool call (its matcher counts).
 func toolEvent(ev Event) bool { return ev == PreToolUse || ev == PostToolUse }
@@ -158,7 +165,7 @@ func Parse(name string, data []byte) (*Config, error) {
 			ev := Event(e.key)
 			where := "hooks." + e.key
 			if !knownEvent(ev) {
-				return nil, p.errf(where, "unknown event (known: %s)", knownEvents)
+				return nil, p.errf(where, "unknown event (known: %s)", knownEvents())
 			}
 			groups, err := p.array(where, e.val)
 			if err != nil {
@@ -176,14 +183,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-func knownEvent(ev Event) bool {
-	for _, e := range Events {
-		if e == ev {
-			return true
-		}
-	}
-	return false
-}
+func knownEvent(ev Event) bool { return slices.Contains(Events, ev) }
 
 // parser walks the file by hand so every error can name its field path
 // (encoding/json's errors have no array indexes).

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/runrecord"
 )
 
 // Conversation is a session's memory (tact chat): a job run with it sees
@@ -111,11 +112,7 @@ func (c *Conversation) lastRun() string {
 
 // Turn is an earlier turn of a conversation as the run history keeps it:
 // its run id, query and result (the --json document).
-type Turn struct {
-	RunID  string
-	Query  string
-	Result *react.Result
-}
+type Turn = runrecord.Turn
 
 // ResumeConversation is a conversation whose earlier turns are turns,
 // oldest first (tact chat --resume, tact run --continue): the next turn

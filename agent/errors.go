@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/runrecord"
 )
 
 // ErrorKind classifies the errors of Open, Plan and Run, so a command maps
@@ -37,12 +38,35 @@ func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
 // KindOf is err's kind (ErrInternal for errors the engine did not type).
+// The run record's input errors (a run that is not there, a damaged
+// store) are bad input.
 func KindOf(err error) ErrorKind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
 	}
+	if errors.As(err, new(*runrecord.InputError)) {
+		return ErrBadInput
+	}
 	return ErrInternal
+}
+
+// TerminationOf is how a job that err ended before the executor did
+// ended: its reason, exit code and message (not redacted). The one place
+// an engine error becomes a termination reason; the trace's termination
+// event and the run record are written from it. nil is success.
+func TerminationOf(err error) runrecord.Termination {
+	if err == nil {
+		return runrecord.Termination{Reason: react.ReasonSuccess}
+	}
+	t := runrecord.Termination{Reason: react.ReasonError, ExitCode: ExitCode(err), Message: err.Error()}
+	switch KindOf(err) {
+	case ErrTimeout:
+		t.Reason = react.ReasonTimeout
+	case ErrCancelled:
+		t.Reason = react.ReasonCancelled
+	}
+	return t
 }
 
 func badInput(err error) error { return &Error{Kind: ErrBadInput, Err: err} }

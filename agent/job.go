@@ -16,6 +16,7 @@ import (
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/runrecord"
 	"github.com/tactcli/tact/tools"
 )
 
@@ -140,7 +141,7 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		if err != nil {
 			l.finish(err, planUsage)
 		}
-		l.rec.end(query, res, err)
+		l.rec.End(query, res, TerminationOf(err))
 	}()
 	if l.answer, err = answerSchema(l.s); err != nil {
 		l.start(query)
@@ -215,7 +216,7 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 	if plan != nil {
 		rows = plan.Rows()
 	}
-	l.rec.begin(query, rows)
+	l.rec.Begin(query, rows)
 	res = ex.RunWithID(ctx, l.id, query, plan)
 	if job.Conversation != nil {
 		job.Conversation.record(l.turn, l.convID, query, res, rt.Redactor.Redact)
@@ -237,7 +238,7 @@ func (rt *Runtime) resume(ctx context.Context, l *life, job Job) (*react.Result,
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	ex := rt.executor(l, nil, llm.Usage{})
-	l.rec.begin(cp.Query, cp.Plan)
+	l.rec.Begin(cp.Query, cp.Plan)
 	res, err := ex.Resume(ctx, l.id, &cp, job.Resume.Budget)
 	if err != nil {
 		return nil, badInputf("run %s: %v", job.Resume.From, err)
@@ -269,7 +270,7 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 		ex.Planner = l.planner()
 	}
 	if l.rec != nil {
-		ex.OnCheckpoint = func(_ string, cp react.Checkpoint) { l.rec.checkpoint(cp) }
+		ex.OnCheckpoint = func(_ string, cp react.Checkpoint) { l.rec.Checkpoint(cp) }
 	}
 	if !rt.hooks.Empty() {
 		// Per job: a job's own settings say whether it is a dry run.
@@ -384,7 +385,7 @@ type life struct {
 	turn    int
 	earlier []react.ConversationEntry
 	files   []react.ContextFile // the job's -f inputs
-	rec     *runRecord          // the job's record in the run history (nil: none)
+	rec     *runrecord.Writer   // the job's record in the run history (nil: none)
 	// paramNames makes the job's plan a template (Job.ParamNames).
 	paramNames []string
 	answer     json.RawMessage // the job's --schema (nil: none)
@@ -451,20 +452,9 @@ func (l *life) start(query string) {
 // finish writes the termination event of a job the executor did not end.
 func (l *life) finish(err error, usage llm.Usage) {
 	l.start("")
-	reason, code := react.ReasonSuccess, 0
-	f := map[string]any{"token_usage": usage}
-	if err != nil {
-		reason, code = react.ReasonError, ExitCode(err)
-		switch KindOf(err) {
-		case ErrTimeout:
-			reason = react.ReasonTimeout
-		case ErrCancelled:
-			reason = react.ReasonCancelled
-		}
-		f["message"] = l.rt.Redactor.Redact(err.Error())
-	}
-	f["reason"], f["exit_code"], f["success"] = reason, code, err == nil
-	l.emit(react.EventTermination, f)
+	t := TerminationOf(err)
+	t.Message = l.rt.Redactor.Redact(t.Message)
+	l.emit(react.EventTermination, t.Event(usage))
 }
 
 // recordFiles names the job's context files in the header of the plan made

@@ -245,8 +245,7 @@ func (rt *Runtime) openFailed(err error) {
 		return
 	}
 	rt.trace.Emit(react.EventRunStart, map[string]any{"mode": rt.opts.Mode})
-	rt.trace.Emit(react.EventTermination, map[string]any{"reason": react.ReasonError, "exit_code": ExitCode(err),
-		"success": false, "message": err.Error(), "token_usage": llm.Usage{}})
+	rt.trace.Emit(react.EventTermination, TerminationOf(err).Event(llm.Usage{}))
 }
 
 // Close ends the MCP servers, the backend and the trace. Safe on a

@@ -73,7 +73,7 @@ func newChatCmd(f *factory, runF func(context.Context, *chatOptions) error) *cob
 // else it reads one query a line.
 func chatRun(ctx context.Context, o *chatOptions) error {
 	if o.Resume != "" {
-		turns, err := earlierTurns(ctx, o.Resume, o.S.Workspace)
+		turns, err := agent.EarlierTurns(ctx, o.Resume, o.S.Workspace)
 		if err != nil {
 			return err
 		}

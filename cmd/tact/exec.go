@@ -67,7 +67,7 @@ func execRun(ctx context.Context, o *execOptions) error {
 		if o.History.Changed("param") {
 			return badInputf("--resume goes on with the run's own plan, its parameters bound: give no --param")
 		}
-		job, err := resumeJob(ctx, o.S, &o.History)
+		job, err := agent.ResumeJob(ctx, o.S, o.History.Resume, o.History.Changed)
 		if err != nil {
 			return err
 		}

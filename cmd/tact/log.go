@@ -3,14 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +17,7 @@ import (
 	"github.com/tactcli/tact/history"
 	"github.com/tactcli/tact/internal/outfile"
 	"github.com/tactcli/tact/internal/text"
-	"github.com/tactcli/tact/llm"
-	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/runrecord"
 	"golang.org/x/term"
 )
 
@@ -150,18 +145,18 @@ func logRun(ctx context.Context, o *logOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := openHistory(o.DBPath)
-	if err != nil || st == nil {
+	book, err := runrecord.Open(o.DBPath)
+	if err != nil || book == nil {
 		return err // nil, nil: no history yet, so no runs
 	}
-	defer st.Close()
-	recs, err := st.List(ctx, filter)
+	defer book.Close()
+	recs, err := book.List(ctx, filter)
 	if err != nil {
-		return historyError(err)
+		return err
 	}
 	var buf bytes.Buffer
 	if o.JSON {
-		err = writeLogJSON(&buf, recs)
+		err = runrecord.WriteJSONL(&buf, recs)
 	} else {
 		err = writeLogTable(&buf, recs, o.Terminal, o.Width)
 	}
@@ -182,18 +177,18 @@ func (o *logOptions) filter() (history.Filter, error) {
 	now := o.Now()
 	f := history.Filter{Exit: o.Exit, Query: o.Query, Limit: o.Limit}
 	var err error
-	if f.Since, err = parseLogTime(o.Since, now); err != nil {
+	if f.Since, err = runrecord.ParseTime(o.Since, now); err != nil {
 		return f, badInputf("--since %s: %v", strconv.Quote(o.Since), err)
 	}
-	if f.Until, err = parseLogTime(o.Until, now); err != nil {
+	if f.Until, err = runrecord.ParseTime(o.Until, now); err != nil {
 		return f, badInputf("--until %s: %v", strconv.Quote(o.Until), err)
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
 		return f, badInputf("--since %s is not before --until %s", strconv.Quote(o.Since), strconv.Quote(o.Until))
 	}
 	if o.Reason != "" {
-		if !slices.Contains(logReasons, o.Reason) {
-			return f, badInputf("--reason %s: not a termination reason (want one of %s)", strconv.Quote(o.Reason), strings.Join(logReasons, ", "))
+		if !slices.Contains(runrecord.Reasons, o.Reason) {
+			return f, badInputf("--reason %s: not a termination reason (want one of %s)", strconv.Quote(o.Reason), strings.Join(runrecord.Reasons, ", "))
 		}
 		f.Reason = o.Reason
 	}
@@ -204,75 +199,11 @@ func (o *logOptions) filter() (history.Filter, error) {
 		f.Limit = -1 // the store's "no limit"
 	}
 	if o.Workspace != "" {
-		if f.Workspace, err = workspaceKey(o.Workspace); err != nil {
+		if f.Workspace, err = runrecord.WorkspaceKey(o.Workspace); err != nil {
 			return f, badInputf("--workspace %s: %v", strconv.Quote(o.Workspace), err)
 		}
 	}
 	return f, nil
-}
-
-// logReasons are the reasons --reason accepts: the run's termination
-// reasons (react.Reason, as --json's termination_reason) and the store's
-// "interrupted" for a run that never ended.
-var logReasons = func() []string {
-	var out []string
-	for _, r := range react.Reasons {
-		out = append(out, string(r))
-	}
-	return append(out, history.ReasonInterrupted)
-}()
-
-// workspaceKey is dir as the engine records a workspace (tools.NewEnv: the
-// absolute path, symlinks evaluated). A directory that is gone keeps its
-// absolute, clean path, so its old runs can still be listed.
-func workspaceKey(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	return abs, nil
-}
-
-// durationAgo is a whole number of days or weeks, which time.ParseDuration
-// lacks.
-var durationAgo = regexp.MustCompile(`^(\d{1,5})([dw])$`)
-
-// parseLogTime reads --since/--until: a duration ago (Go's units, plus d
-// and w), a date or a minute in local time, or RFC 3339. "" is the zero
-// time (no bound).
-func parseLogTime(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if m := durationAgo.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[1]) // the pattern bounds it
-		days := n
-		if m[2] == "w" {
-			days = 7 * n
-		}
-		return now.AddDate(0, 0, -days), nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, errors.New("a negative duration")
-		}
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{"2006-01-02", "2006-01-02 15:04", "2006-01-02 15:04:05"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, errors.New("not a time (want a duration ago like 24h or 7d, a date like 2026-11-25, or RFC 3339)")
 }
 
 // logColumns are the list's columns, in order.
@@ -447,88 +378,16 @@ func formatRunDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// logRecord is a run in tact log --json: every field of history.Record.
-type logRecord struct {
-	ID            string          `json:"id"`
-	ParentID      string          `json:"parent_id"`
-	ResumedFrom   string          `json:"resumed_from"`
-	Command       string          `json:"command"`
-	Workspace     string          `json:"workspace"`
-	Query         string          `json:"query"`
-	Plan          json.RawMessage `json:"plan"`
-	Backend       string          `json:"backend"`
-	Model         string          `json:"model"`
-	Settings      json.RawMessage `json:"settings"`
-	StartedAt     string          `json:"started_at"`
-	Ended         bool            `json:"ended"`
-	EndedAt       *string         `json:"ended_at"` // null: never ended
-	Answer        string          `json:"answer"`
-	Reason        string          `json:"reason"`
-	ExitCode      *int            `json:"exit_code"` // null: never ended
-	TokenUsage    logUsage        `json:"token_usage"`
-	Steps         int             `json:"steps"`
-	DurationMS    int64           `json:"duration_ms"`
-	Result        json.RawMessage `json:"result"`
-	DroppedEvents int64           `json:"dropped_events"`
-}
-
-type logUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	CachedTokens     int64 `json:"cached_tokens"`
-}
-
-func newLogRecord(r history.Record) logRecord {
-	out := logRecord{
-		ID: r.ID, ParentID: r.ParentID, ResumedFrom: r.ResumedFrom, Command: r.Command, Workspace: r.Workspace,
-		Query: r.Query, Plan: embedJSON(r.Plan), Backend: r.Backend, Model: r.Model, Settings: embedJSON(r.Settings),
-		StartedAt: r.StartedAt.UTC().Format(time.RFC3339Nano), Ended: r.Ended, Answer: r.Answer, Reason: r.Reason,
-		TokenUsage: logUsage{PromptTokens: r.Usage.Prompt, CompletionTokens: r.Usage.Completion, CachedTokens: r.Usage.Cached},
-		Steps:      r.Steps, DurationMS: r.Duration.Milliseconds(), Result: embedJSON(r.Result), DroppedEvents: r.DroppedEvents,
-	}
-	if r.Ended {
-		ended, code := r.EndedAt.UTC().Format(time.RFC3339Nano), r.ExitCode
-		out.EndedAt, out.ExitCode = &ended, &code
-	}
-	return out
-}
-
-// embedJSON is stored JSON text as a value of the line: null when empty,
-// compacted (a JSONL line has no newline), and a JSON string when the text
-// is not JSON (the store keeps what it was given).
-func embedJSON(s string) json.RawMessage {
-	if strings.TrimSpace(s) == "" {
-		return json.RawMessage("null")
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err == nil {
-		return b.Bytes()
-	}
-	q, _ := text.JSON(s) // a string always encodes
-	return q
-}
-
-func writeLogJSON(w io.Writer, recs []history.Record) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, r := range recs {
-		if err := enc.Encode(newLogRecord(r)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func logShowRun(ctx context.Context, o *logShowOptions) error {
-	st, rec, err := openRun(ctx, o.DBPath, o.Run)
+	book, rec, err := runrecord.OpenRun(ctx, o.DBPath, o.Run)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer book.Close()
 	if o.Trace {
-		return writeRunTrace(ctx, o, st, rec)
+		return writeRunTrace(ctx, o, book, rec)
 	}
-	doc, err := runResult(ctx, st, rec)
+	doc, err := book.ResultJSON(ctx, rec)
 	if err != nil {
 		return err
 	}
@@ -541,8 +400,8 @@ func logShowRun(ctx context.Context, o *logShowOptions) error {
 
 // writeRunTrace writes the run's trace events, one line each, a Write a
 // line (a full disk leaves whole lines).
-func writeRunTrace(ctx context.Context, o *logShowOptions, st *history.Store, rec history.Record) error {
-	err := st.Events(ctx, rec.ID, func(line string) error {
+func writeRunTrace(ctx context.Context, o *logShowOptions, book *runrecord.Book, rec history.Record) error {
+	err := book.Events(ctx, rec.ID, func(line string) error {
 		b := []byte(strings.TrimSuffix(line, "\n") + "\n")
 		if o.Terminal {
 			b = termJSON(b)
@@ -551,148 +410,10 @@ func writeRunTrace(ctx context.Context, o *logShowOptions, st *history.Store, re
 		return err
 	})
 	if err != nil {
-		return historyError(err)
+		return err
 	}
 	if rec.DroppedEvents > 0 {
 		fmt.Fprintf(o.IO.ErrOut, "tact: warning: the trace of run %s is incomplete: %d events were dropped while it ran\n", rec.ID, rec.DroppedEvents)
 	}
 	return nil
-}
-
-// runResult is rec's --json result document, one line ending in a newline:
-// as recorded when the run ended, else built from its steps.
-func runResult(ctx context.Context, st *history.Store, rec history.Record) ([]byte, error) {
-	if rec.Result != "" {
-		return []byte(strings.TrimRight(rec.Result, "\n") + "\n"), nil
-	}
-	res, err := interruptedResult(ctx, st, rec)
-	if err != nil {
-		return nil, err
-	}
-	b, err := text.JSON(res)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
-// recordedResult is rec's result document decoded: the one recorded, else
-// the one built from its steps.
-func recordedResult(ctx context.Context, st *history.Store, rec history.Record) (*react.Result, error) {
-	if rec.Result == "" {
-		return interruptedResult(ctx, st, rec)
-	}
-	var res react.Result
-	if err := json.Unmarshal([]byte(rec.Result), &res); err != nil {
-		return nil, fmt.Errorf("run %s: its recorded result is not a result document: %w", rec.ID, err)
-	}
-	return &res, nil
-}
-
-// interruptedResult is the result document of a run without one (it never
-// ended): what the record and its steps hold, in --json's shape.
-func interruptedResult(ctx context.Context, st *history.Store, rec history.Record) (*react.Result, error) {
-	steps, err := st.Steps(ctx, rec.ID)
-	if err != nil {
-		return nil, historyError(err)
-	}
-	usage := rec.Usage
-	if usage == (history.Usage{}) { // totals come with the end it never had
-		for _, s := range steps {
-			usage = usage.Add(s.Usage)
-		}
-	}
-	res := &react.Result{
-		RunID:             rec.ID,
-		FinalAnswer:       rec.Answer,
-		TerminationReason: react.Reason(rec.Reason),
-		Iterations:        len(steps),
-		TokenUsage:        llmUsage(usage),
-		ExecutionTimeMS:   rec.Duration.Milliseconds(),
-	}
-	res.Trace.Steps = make([]react.StepTrace, 0, len(steps))
-	for _, s := range steps {
-		res.Trace.Steps = append(res.Trace.Steps, stepTrace(s))
-	}
-	return res, nil
-}
-
-// stepTrace is a stored step in the result document's trace.steps shape.
-// The engine stores a step's index from 0 (agent.historyStep); a trace's
-// iteration counts from 1.
-func stepTrace(s history.Step) react.StepTrace {
-	var args json.RawMessage
-	if json.Valid([]byte(s.Args)) {
-		args = json.RawMessage(s.Args)
-	}
-	return react.StepTrace{
-		Iteration:   s.Index + 1,
-		Thought:     s.Thought,
-		Action:      react.ToolCall{Tool: s.Tool, Args: args},
-		Observation: s.Observation,
-		ExitCode:    s.ExitCode,
-		Decision:    s.Decision,
-		Timestamp:   s.StartedAt,
-		TokenUsage:  llmUsage(s.Usage),
-	}
-}
-
-func llmUsage(u history.Usage) llm.Usage {
-	return llm.Usage{PromptTokens: int(u.Prompt), CompletionTokens: int(u.Completion), CachedTokens: int(u.Cached)}
-}
-
-// openHistory opens the run history for reading; (nil, nil) when there is
-// none yet, which is not created just to be read. A store that cannot be
-// opened is a usage error (exit 2) saying what is wrong with its path.
-func openHistory(dbPath func() (string, error)) (*history.Store, error) {
-	path, err := dbPath()
-	if err != nil {
-		return nil, badInput(err)
-	}
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, badInputf("run history %s: %v", path, err)
-	}
-	st, err := history.Open(path, history.Options{})
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return st, nil
-}
-
-// openRun opens the history and finds run (an id, a unique prefix, or
-// "last"); the caller closes the store.
-func openRun(ctx context.Context, dbPath func() (string, error), run string) (*history.Store, history.Record, error) {
-	st, err := openHistory(dbPath)
-	if err != nil {
-		return nil, history.Record{}, err
-	}
-	if st == nil {
-		return nil, history.Record{}, badInputf("run %s: no runs recorded yet", strconv.Quote(run))
-	}
-	rec, err := st.Get(ctx, run)
-	if err != nil {
-		st.Close()
-		if errors.Is(err, history.ErrNotFound) {
-			if run == history.LastRun {
-				return nil, history.Record{}, badInputf("run %s: no runs recorded yet", strconv.Quote(run))
-			}
-			return nil, history.Record{}, badInputf("run %s: no such run (tact log lists them)", strconv.Quote(run))
-		}
-		return nil, history.Record{}, historyError(err)
-	}
-	return st, rec, nil
-}
-
-// historyError is a read's error: what is wrong with the store or the
-// request is exit 2; anything else (an I/O error) is an internal error.
-func historyError(err error) error {
-	var amb *history.AmbiguousError
-	switch {
-	case errors.As(err, &amb), errors.Is(err, history.ErrNotFound), errors.Is(err, history.ErrCorrupt),
-		errors.Is(err, history.ErrUnsafePath), errors.Is(err, history.ErrNewerSchema):
-		return badInput(err)
-	}
-	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/runplan"
+	"github.com/tactcli/tact/runrecord"
 	"github.com/tactcli/tact/tools"
 )
 
@@ -146,12 +147,12 @@ func planFromRun(ctx context.Context, o *planOptions) error {
 	if len(o.Files) > 0 {
 		return badInputf("--from takes no -f: the plan is the run's")
 	}
-	st, rec, err := openRun(ctx, o.DBPath, o.From)
+	book, rec, err := runrecord.OpenRun(ctx, o.DBPath, o.From)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	res, err := recordedResult(ctx, st, rec)
+	defer book.Close()
+	res, err := book.Result(ctx, rec)
 	if err != nil {
 		return err
 	}

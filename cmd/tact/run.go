@@ -61,7 +61,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		if len(o.Args) > 0 || o.History.Continue != "" || len(o.Files) > 0 {
 			return badInputf("--resume goes on with the run's own query and context files: give no query, no -f and no --continue")
 		}
-		job, err := resumeJob(ctx, o.S, &o.History)
+		job, err := agent.ResumeJob(ctx, o.S, o.History.Resume, o.History.Changed)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	job := agent.Job{Query: query, Files: files}
 	if o.History.Continue != "" {
-		turns, err := earlierTurns(ctx, o.History.Continue, o.S.Workspace)
+		turns, err := agent.EarlierTurns(ctx, o.History.Continue, o.S.Workspace)
 		if err != nil {
 			return err
 		}

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/backends"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/internal/testlock"
-	"github.com/tactcli/tact/backends"
 	"github.com/tactcli/tact/react"
 )
 

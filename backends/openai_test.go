@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/tactcli/tact/agent"
-	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/backends"
+	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/react"
 )
 

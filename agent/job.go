@@ -13,6 +13,7 @@ import (
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/grammar"
 	"github.com/tactcli/tact/hooks"
+	"github.com/tactcli/tact/internal/instructions"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/react"
@@ -136,7 +137,7 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 	l.rec = rt.newRecord(l, job)
 	l.sink = react.Sinks{l.sink, l.rec}
 	var planUsage llm.Usage
-	query := job.Query
+	query := job.Query // the saved plan's when the job has none
 	defer func() {
 		if err != nil {
 			l.finish(err, planUsage)
@@ -150,61 +151,18 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 	if job.Resume != nil && len(job.Resume.Checkpoint) > 0 {
 		return rt.resume(ctx, l, job)
 	}
-	var plan *planner.Plan
-	if job.PlanData != nil {
-		reg := rt.Registry
-		if l.answer != nil {
-			reg = react.AnswerRegistry(reg, l.answer)
-		}
-		plan, err = planner.Parse(bytes.NewReader(job.PlanData), job.PlanName, reg)
-		if err == nil {
-			err = planner.BindParams(plan, job.Params, reg)
-		}
-		if err == nil {
-			err = needFiles(plan, job.PlanName, len(job.Files))
-		}
-		if err != nil {
-			l.start(query)
-			return nil, badInput(err)
-		}
-		if query == "" {
-			query = plan.Query()
-		}
-		if query == "" {
-			query = "Carry out the plan."
-		}
+	plan, query, err := rt.savedPlan(l, job)
+	if err != nil {
+		return nil, err
 	}
 	l.start(query)
-	if rt.noModel != nil {
-		if l.s.NoPlan {
-			return nil, rt.needModel("--no-plan", " or --script; every action comes from the model")
-		}
-		if plan == nil {
-			return nil, rt.needModel("planning", ", --script, or run a saved plan with `tact exec`")
-		}
-		if err := rt.fillNeedsModel(plan); err != nil {
-			return nil, err
-		}
+	if err := rt.modelFor(l, plan); err != nil {
+		return nil, err
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	if plan == nil && !l.s.NoPlan {
-		p, usage, err := rt.makePlan(ctx, l, query)
-		planUsage = usage
-		switch {
-		case err == nil:
-			plan = p
-			l.recordFiles(plan)
-		case ctx.Err() != nil:
-			// The executor ends the run: it reports the timeout or the
-			// cancellation like any other (result, trace event, message).
-		case isInvalidPlan(err):
-			// A bad plan is recorded, not fatal: the run goes on as free ReAct.
-			slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
-			var inv *planner.InvalidReplyError
-			errors.As(err, &inv)
-			l.emit(react.EventPlanInvalid, map[string]any{"error": inv.Error()})
-		default:
+		if plan, planUsage, err = rt.planFor(ctx, l, query); err != nil {
 			return nil, err
 		}
 	}
@@ -222,6 +180,74 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		job.Conversation.record(l.turn, l.convID, query, res, rt.Redactor.Redact)
 	}
 	return res, nil
+}
+
+// savedPlan parses and binds job's saved plan (tact exec; nil without
+// one) and returns it with the run's query: the job's, else the plan's.
+// Its errors are bad input, reported after run_start.
+func (rt *Runtime) savedPlan(l *life, job Job) (*planner.Plan, string, error) {
+	query := job.Query
+	if job.PlanData == nil {
+		return nil, query, nil
+	}
+	reg := rt.Registry
+	if l.answer != nil {
+		reg = react.AnswerRegistry(reg, l.answer)
+	}
+	plan, err := planner.Parse(bytes.NewReader(job.PlanData), job.PlanName, reg)
+	if err == nil {
+		err = planner.BindParams(plan, job.Params, reg)
+	}
+	if err == nil {
+		err = needFiles(plan, job.PlanName, len(job.Files))
+	}
+	if err != nil {
+		l.start(query)
+		return nil, query, badInput(err)
+	}
+	if query == "" {
+		query = plan.Query()
+	}
+	if query == "" {
+		query = "Carry out the plan."
+	}
+	return plan, query, nil
+}
+
+// modelFor refuses a job that needs a model when the runtime has none:
+// free ReAct, planning, or a saved plan with steps only a model can fill.
+func (rt *Runtime) modelFor(l *life, plan *planner.Plan) error {
+	switch {
+	case rt.noModel == nil:
+		return nil
+	case l.s.NoPlan:
+		return rt.needModel("--no-plan", " or --script; every action comes from the model")
+	case plan == nil:
+		return rt.needModel("planning", ", --script, or run a saved plan with `tact exec`")
+	}
+	return rt.fillNeedsModel(plan)
+}
+
+// planFor asks the planner for the job's plan. A reply that is no valid
+// plan is recorded and the run goes on as free ReAct (nil plan), as it
+// does when ctx ended: the executor then reports the timeout or the
+// cancellation like any other end.
+func (rt *Runtime) planFor(ctx context.Context, l *life, query string) (*planner.Plan, llm.Usage, error) {
+	p, usage, err := rt.makePlan(ctx, l, query)
+	switch {
+	case err == nil:
+		l.recordFiles(p)
+		return p, usage, nil
+	case ctx.Err() != nil:
+		return nil, usage, nil
+	case isInvalidPlan(err):
+		slog.Warn("the planner's reply was not a valid plan; continuing without a plan", "err", err)
+		var inv *planner.InvalidReplyError
+		errors.As(err, &inv)
+		l.emit(react.EventPlanInvalid, map[string]any{"error": inv.Error()})
+		return nil, usage, nil
+	}
+	return nil, usage, err
 }
 
 // resume goes on with the run job.Resume names from its checkpoint.
@@ -257,7 +283,7 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 			SuccessPhrases: s.SuccessPhrases, FailurePhrases: s.FailurePhrases, StallThreshold: s.StallThreshold,
 			MaxObservationTokens: s.MaxObservationTokens, TokenBudget: s.TokenBudget, StopWhen: s.StopWhen,
 			DryRun: s.DryRun, ContextSize: s.CtxSize, CompactAt: float64(s.CompactAt), KeepSteps: s.KeepSteps,
-			AnswerSchema: l.answer, ProjectInstructions: rt.projectInstructions(s).Text, Files: l.files,
+			AnswerSchema: l.answer, ProjectInstructions: l.instructions.Text, Files: l.files,
 		},
 		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: l.gate(), Events: l.sink, Redact: rt.Redactor.Redact,
 		Sampling: Sampling(s), MaxTokens: s.MaxTokens, Log: slog.Default(), SpentUsage: spent,
@@ -320,8 +346,8 @@ func (l *life) planner() *planner.Planner {
 		p.Tools = l.s.AllowTools
 	}
 	p.Conversation = entryTexts(l.earlier)
-	p.ProjectInstructions = l.rt.projectInstructions(l.s).Text
-	p.Files = react.FileNames(l.files)
+	p.ProjectInstructions = l.instructions.Text
+	p.Files = l.fileNames
 	return &p
 }
 
@@ -385,7 +411,11 @@ type life struct {
 	turn    int
 	earlier []react.ConversationEntry
 	files   []react.ContextFile // the job's -f inputs
-	rec     *runrecord.Writer   // the job's record in the run history (nil: none)
+	// Worked out once from the settings, for run_start, the planner and
+	// the executor alike.
+	fileNames    []string
+	instructions instructions.Instructions
+	rec          *runrecord.Writer // the job's record in the run history (nil: none)
 	// paramNames makes the job's plan a template (Job.ParamNames).
 	paramNames []string
 	answer     json.RawMessage // the job's --schema (nil: none)
@@ -409,7 +439,8 @@ func (rt *Runtime) newLife(job Job) *life {
 	if job.Settings != nil {
 		s = job.Settings
 	}
-	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}, files: job.Files, jobGate: job.Gate}
+	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}, files: job.Files, jobGate: job.Gate,
+		fileNames: react.FileNames(job.Files), instructions: rt.projectInstructions(s)}
 	if job.Conversation != nil {
 		l.turn, l.convID, l.earlier = job.Conversation.next()
 	}
@@ -429,15 +460,15 @@ func (l *life) start(query string) {
 	if l.convID != "" {
 		fields["conversation"], fields["turn"] = l.convID, l.turn
 	}
-	if len(l.files) > 0 {
-		names := react.FileNames(l.files)
-		for i, n := range names {
+	if len(l.fileNames) > 0 {
+		names := make([]string, len(l.fileNames))
+		for i, n := range l.fileNames {
 			names[i] = l.rt.Redactor.Redact(n)
 		}
 		fields["files"] = names
 	}
-	if in := l.rt.projectInstructions(l.s); len(in.Files) > 0 {
-		fields["project_instructions"] = in.Files
+	if len(l.instructions.Files) > 0 {
+		fields["project_instructions"] = l.instructions.Files
 	}
 	if len(l.answer) > 0 {
 		// What tact's grammar leaves to the validator (dry run, -v).
@@ -461,7 +492,7 @@ func (l *life) finish(err error, usage llm.Usage) {
 // for it, so that tact exec of the saved plan says what it needs.
 func (l *life) recordFiles(plan *planner.Plan) {
 	if plan != nil && plan.Header != nil && len(l.files) > 0 {
-		plan.Header.Files = react.FileNames(l.files)
+		plan.Header.Files = l.fileNames
 	}
 }
 

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
@@ -112,43 +108,18 @@ func mcpServeRun(ctx context.Context, o *mcpServeOptions) error {
 	}
 	srv := mcpserve.New(rt, mcpserve.Config{Version: buildinfo.Version, Log: slog.Default()})
 	if ln == nil {
-		// stdout is the protocol's: nothing else may be written to it.
-		err := srv.SDK().Run(ctx, &sdk.StdioTransport{})
-		if err == nil || ctx.Err() != nil || errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return fmt.Errorf("mcp serve: %w", err)
+		return srv.ServeStdio(ctx) // stdout is the protocol's: nothing else may be written to it
 	}
-	return serveMCPHTTP(ctx, o, srv, ln, token)
-}
-
-// serveMCPHTTP serves until ctx ends (a signal), then lets calls in flight
-// finish within mcpShutdownGrace.
-func serveMCPHTTP(ctx context.Context, o *mcpServeOptions, srv *mcpserve.Server, ln net.Listener, token string) error {
-	hs := &http.Server{Handler: srv.Handler(mcpserve.HTTPOptions{Token: token, MaxSessions: o.MaxSessions, SessionTimeout: 30 * time.Minute}),
-		ReadHeaderTimeout: 10 * time.Second}
 	slog.Info("tact mcp serve: listening", "url", "http://"+ln.Addr().String()+"/", "auth", token != "", "max_sessions", o.MaxSessions)
 	// The address on stderr as its own line, for scripts and tests that
 	// listen on port 0.
 	fmt.Fprintf(o.IO.ErrOut, "tact mcp serve: listening on http://%s/\n", ln.Addr())
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("mcp serve --http: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), mcpShutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		_ = hs.Close()
-	}
-	return nil
+	return srv.ServeHTTP(ctx, ln, mcpserve.HTTPOptions{Token: token, MaxSessions: o.MaxSessions, SessionTimeout: 30 * time.Minute}, mcpShutdownGrace)
 }
 
 // printMCPConfig prints the mcpServers entry that starts this tact with
 // the same flags (the workspace made absolute), and the TACT_* variables
-// set now that hold no secret.
+// set now that hold no secret (mcpserve.ClientConfig).
 func printMCPConfig(o *mcpServeOptions) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -169,71 +140,13 @@ func printMCPConfig(o *mcpServeOptions) error {
 	if err != nil {
 		return badInputf("--redact: %v", err)
 	}
-	args := []string{"mcp", "serve", "--workspace", ws}
-	var left []string
-	for _, a := range mcpServeArgs(rawServeArgs(os.Args)) {
-		if red.Redact(a) != a {
-			if n := len(args); n > 0 && (args[n-1] == "--env" || args[n-1] == "--redact") {
-				args = args[:n-1]
-			}
-			left = append(left, "an argument holding a secret")
-			continue
-		}
-		args = append(args, a)
-	}
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(k, "TACT_") {
-			continue
-		}
-		// The token's variable is the client's to set, never printed, and
-		// so is any other holding a secret.
-		if k == o.S.TokenEnv || red.Redact(v) != v || red.Redact(kv) != kv {
-			left = append(left, k)
-			continue
-		}
-		env[k] = v
+	out, left, err := mcpserve.ClientConfig(exe, ws, mcpserve.ServeArgs(os.Args), os.Environ(), o.S.TokenEnv, red)
+	if err != nil {
+		return err
 	}
 	if len(left) > 0 {
 		fmt.Fprintf(o.IO.ErrOut, "tact mcp serve --print-config: left out (they hold secrets; give them to the client yourself): %s\n", strings.Join(left, ", "))
 	}
-	entry := map[string]any{"command": exe, "args": args}
-	if len(env) > 0 {
-		entry["env"] = env
-	}
-	out, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"tact": entry}}, "", "  ")
-	if err != nil {
-		return err
-	}
 	_, err = fmt.Fprintf(o.IO.Out, "%s\n", out)
 	return err
-}
-
-// rawServeArgs is what follows "mcp serve" in argv.
-func rawServeArgs(argv []string) []string {
-	for i := 1; i+1 < len(argv); i++ {
-		if argv[i] == "mcp" && argv[i+1] == "serve" {
-			return argv[i+2:]
-		}
-	}
-	return nil
-}
-
-// mcpServeArgs drops --print-config and the workspace (given absolute
-// instead) from args.
-func mcpServeArgs(args []string) []string {
-	out := []string{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--print-config" || strings.HasPrefix(a, "--print-config="):
-		case a == "--workspace":
-			i++
-		case strings.HasPrefix(a, "--workspace="):
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
 }

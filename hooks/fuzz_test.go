@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tactcli/tact/tools"
 )
 
 // encode writes c back as a hooks file, one group per hook.
@@ -116,16 +118,17 @@ func FuzzToolInput(f *testing.F) {
 		}
 		computed := map[string]bool{}
 		var p string
-		if pathTools[tool] && json.Unmarshal(in["path"], &p) == nil && p != "" {
+		d, _ := tools.BuiltinDecl(tool)
+		if d.IsPath("path") && json.Unmarshal(in["path"], &p) == nil && p != "" {
 			computed["path"], computed["lexical_path"] = true, true
-			computed["file_path"] = fileTools[tool]
+			computed["file_path"] = d.FilePath
 			var lp, rp string
 			if json.Unmarshal(got["lexical_path"], &lp) != nil || lp != p || json.Unmarshal(got["path"], &rp) != nil ||
 				strings.Contains("/"+rp+"/", "/../") && !filepath.IsAbs(rp) {
 				t.Fatalf("%q: path %s, lexical_path %s", args, got["path"], got["lexical_path"])
 			}
 		}
-		if tool == "run_command" {
+		if d.Command != "" {
 			computed["cwd"] = true
 			var cwd string
 			if json.Unmarshal(got["cwd"], &cwd) != nil || !filepath.IsAbs(cwd) {

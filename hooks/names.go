@@ -9,25 +9,18 @@ import (
 
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/internal/wspath"
+	"github.com/tactcli/tact/tools"
 )
-
-// claudeNames are Claude Code's names for tact's built-in tools, so a
-// matcher written for Claude Code ("Bash", "Edit|Write") matches here too.
-var claudeNames = map[string][]string{
-	"run_command":  {"Bash"},
-	"read_file":    {"Read"},
-	"write_file":   {"Write"},
-	"edit_file":    {"Edit"},
-	"search_files": {"Grep"},
-	"list_files":   {"LS", "Glob"},
-}
 
 // Aliases are the names a matcher is tried against for tool: tact's own
 // first, then Claude Code's (Bash for run_command ...); an MCP tool
 // SERVER.TOOL is also mcp__SERVER__TOOL, as Claude Code names it.
 func Aliases(tool string) []string {
 	out := []string{tool}
-	out = append(out, claudeNames[tool]...)
+	// Claude Code's names for the built-in tools, as each declares them.
+	if d, ok := tools.BuiltinDecl(tool); ok {
+		out = append(out, d.HookNames...)
+	}
 	// Server names hold no ".", so the first one ends the server's name.
 	if server, name, ok := strings.Cut(tool, "."); ok && server != "" && name != "" {
 		out = append(out, "mcp__"+server+"__"+name)
@@ -35,28 +28,23 @@ func Aliases(tool string) []string {
 	return out
 }
 
-// pathTools are the built-in tools whose "path" names a file or
-// directory in the workspace; fileTools also get Claude Code's file_path.
-var (
-	pathTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true, "list_files": true, "search_files": true}
-	fileTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true}
-)
-
 // withAliases is a call's arguments as a hook's tool_input. For the
-// built-in file tools "path" is the path the tool will reach: cleaned and
-// with the workspace's symlinks resolved, workspace-relative (absolute
-// when it leads out), so a guard sees the file that is written, not the
-// spelling (docs/out/x where docs/out -> ../src is src/x); the argument as
-// the call gave it is kept as lexical_path. file_path (read, write, edit)
-// is the same path made absolute, and run_command gets cwd, the resolved
-// directory it runs in, as Claude Code's hooks read them. These fields
+// built-in tools' path arguments (tools.Decl.Paths) "path" is the path the
+// tool will reach: cleaned and with the workspace's symlinks resolved,
+// workspace-relative (absolute when it leads out), so a guard sees the file
+// that is written, not the spelling (docs/out/x where docs/out -> ../src
+// is src/x); the argument as the call gave it is kept as lexical_path (for
+// another path argument ARG, lexical_ARG). file_path (Decl.FilePath: read,
+// write, edit) is the first path made absolute, and a command tool gets
+// cwd, the resolved directory it runs in, as Claude Code's hooks read them. These fields
 // replace any the arguments have (the tools accept no such argument, so
 // only a model trying to mislead a hook would send one). cwd is the
 // workspace. Other tools' arguments, and args that are not a JSON object,
 // come back unchanged.
 func withAliases(tool string, args json.RawMessage, cwd string) json.RawMessage {
 	t := bytes.TrimSpace(args)
-	if len(t) == 0 || t[0] != '{' || (!pathTools[tool] && tool != "run_command") {
+	d, _ := tools.BuiltinDecl(tool)
+	if len(t) == 0 || t[0] != '{' || (len(d.Paths) == 0 && d.Command == "") {
 		return args
 	}
 	keys, vals, ok := objectFields(t)
@@ -80,17 +68,19 @@ func withAliases(tool string, args json.RawMessage, cwd string) json.RawMessage 
 		val string
 	}
 	var set []field
-	if p, ok := str("path"); ok && p != "" && pathTools[tool] {
-		rel, abs := resolved(cwd, p)
-		set = append(set, field{"path", rel})
-		if fileTools[tool] {
-			set = append(set, field{"file_path", abs})
+	for i, arg := range d.Paths {
+		if p, ok := str(arg); ok && p != "" {
+			rel, abs := resolved(cwd, p)
+			set = append(set, field{arg, rel})
+			if i == 0 && d.FilePath {
+				set = append(set, field{"file_path", abs})
+			}
+			set = append(set, field{"lexical_" + arg, p})
 		}
-		set = append(set, field{"lexical_path", p})
 	}
-	if tool == "run_command" && cwd != "" {
+	if d.Command != "" && cwd != "" {
 		dir := cwd
-		if wd, ok := str("working_dir"); ok && wd != "" {
+		if wd, ok := str(d.WorkDir); d.WorkDir != "" && ok && wd != "" {
 			_, dir = resolved(cwd, wd)
 		}
 		set = append(set, field{"cwd", dir})

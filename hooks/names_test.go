@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tactcli/tact/tools"
 )
 
 func TestAliases(t *testing.T) {
@@ -49,6 +51,9 @@ func TestWithAliases(t *testing.T) {
 		{"run_command", ` { } `, `{"cwd":"/work/ws"}`},
 		{"search_files", `{"pattern":"x","path":"src/"}`, `{"pattern":"x","path":"src","lexical_path":"src/"}`},
 		{"list_files", `{}`, `{}`},
+		// jq declares its path too (no file_path: Claude Code has no jq).
+		{"jq", `{"filter":".","path":"d/../x.json"}`, `{"filter":".","path":"x.json","lexical_path":"d/../x.json"}`},
+		{"jq", `{"filter":".","input":"{}"}`, `{"filter":".","input":"{}"}`},
 		{"srv.tool", `{"path":"x"}`, `{"path":"x"}`},
 		// Not an object: unchanged.
 		{"run_command", `["ls"]`, `["ls"]`},
@@ -108,5 +113,30 @@ func TestWithAliasesResolvesSymlinks(t *testing.T) {
 	in = withAliases("run_command", json.RawMessage(`{"command":"ls","working_dir":"docs/out"}`), ws)
 	if d := field(in, "cwd"); d != filepath.Join(ws, "src") {
 		t.Errorf("tool_input %s: cwd %q", in, d)
+	}
+}
+
+// Every built-in tool's hook names and resolved paths come from its
+// declaration (tools.Decl), so a new tool needs no change here.
+func TestNamesFollowDeclarations(t *testing.T) {
+	const ws = "/work/ws"
+	for _, tool := range tools.Builtins() {
+		d := tools.DeclOf(tool)
+		if got, want := Aliases(tool.Name()), append([]string{tool.Name()}, d.HookNames...); !reflect.DeepEqual(got, want) {
+			t.Errorf("Aliases(%s) = %q, want %q", tool.Name(), got, want)
+		}
+		for _, arg := range d.Paths {
+			in, _ := json.Marshal(map[string]string{arg: "a/./b/../c"})
+			var got map[string]string
+			if err := json.Unmarshal(withAliases(tool.Name(), in, ws), &got); err != nil {
+				t.Fatalf("%s: %v", tool.Name(), err)
+			}
+			if got[arg] != "a/c" || got["lexical_"+arg] != "a/./b/../c" {
+				t.Errorf("%s's %s in tool_input: %q", tool.Name(), arg, got)
+			}
+			if _, ok := got["file_path"]; ok != d.FilePath {
+				t.Errorf("%s: file_path %v, declared %v", tool.Name(), ok, d.FilePath)
+			}
+		}
 	}
 }

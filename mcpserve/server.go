@@ -111,10 +111,11 @@ func BuiltinTools(rt *agent.Runtime) []tools.Tool {
 	return out
 }
 
-// mcpTool describes t with its schema and its side-effect class as hints:
-// read tools are read-only and idempotent; write and exec tools may
-// destroy; only run_command reaches beyond the workspace (the network,
-// unless --no-network).
+// mcpTool describes t with its schema, and its side-effect class and
+// declaration as hints: read tools are read-only and idempotent; write and
+// exec tools may destroy, and are idempotent when they declare so
+// (write_file); only exec tools (run_command) reach beyond the workspace
+// (the network, unless --no-network).
 func mcpTool(t tools.Tool, noNetwork bool) *sdk.Tool {
 	read := t.Class() == tools.ClassRead
 	destructive := !read
@@ -126,9 +127,8 @@ func mcpTool(t tools.Tool, noNetwork bool) *sdk.Tool {
 		Annotations: &sdk.ToolAnnotations{
 			ReadOnlyHint:    read,
 			DestructiveHint: &destructive,
-			// Writing the same content twice leaves what once does.
-			IdempotentHint: read || t.Name() == "write_file",
-			OpenWorldHint:  &openWorld,
+			IdempotentHint:  read || tools.DeclOf(t).Idempotent,
+			OpenWorldHint:   &openWorld,
 		},
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/sandbox"
+	"github.com/tactcli/tact/tools"
 )
 
 // TestMain lets this test binary serve as run_command's sandbox helper.
@@ -125,6 +126,16 @@ func TestToolsListAnnotations(t *testing.T) {
 		"write_file": {false, true, true, false}, "edit_file": {false, true, false, false},
 		"run_command": {false, true, false, false}, // --no-network: closed world
 		"tact_exec":   {false, true, false, false},
+	}
+	// Every other built-in tool is listed too (a new one needs no change
+	// here); a read tool's hints follow from its class.
+	for _, bt := range tools.Builtins() {
+		if _, ok := want[bt.Name()]; !ok && bt.Name() != tools.FinalAnswer {
+			if bt.Class() != tools.ClassRead {
+				t.Fatalf("%s: add its hints to this test", bt.Name())
+			}
+			want[bt.Name()] = hints{true, false, true, false}
+		}
 	}
 	got := map[string]hints{}
 	for _, tl := range res.Tools {

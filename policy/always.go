@@ -36,14 +36,18 @@ func AlwaysRule(env *tools.Env, c tools.Call) (Rule, error) {
 	f := factsOf(env, c)
 	r := Rule{Tool: f.tool}
 	switch {
-	case f.tool == commandTool && f.cmd == nil:
+	case f.isCmd && f.cmd == nil:
 		return Rule{}, errors.New("the command cannot be split into words")
 	case f.cmd != nil:
 		if !f.cmd.Complete {
 			return Rule{}, fmt.Errorf("tact cannot fully analyse this command (%s), so no allow rule can cover it", strings.Join(f.cmd.Problems, "; "))
 		}
 		r.Command, r.Exact = alwaysCommand(f)
-	case f.hasPath && f.inside && f.path != "." && pathTools[f.tool]:
+	case len(f.more) > 0:
+		// One glob for paths in different places would cover more than
+		// this call.
+		return Rule{}, errors.New("the call names several paths, and one rule's path would cover more than this call")
+	case f.hasPath && f.inside && f.path != "." && f.declared:
 		if dir := path.Dir(f.path); dir != "." {
 			r.Path = escapeGlob(dir) + "/**"
 		} else {

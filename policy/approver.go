@@ -147,26 +147,35 @@ func commandLine(raw json.RawMessage, argv []string) string {
 	return shellquote.Join(argv...)
 }
 
-// fileDiff is the change a write_file or edit_file call makes, as a
-// unified-style diff of the whole replaced text against the new; "" for
-// other tools or arguments that do not decode.
+// fileDiff is the change a call makes to the file at its first path, as
+// a unified-style diff of the whole replaced text against the new, for
+// tools that declare the arguments holding it (tools.Decl's Content, Old
+// and New: write_file, edit_file); "" for other tools or arguments that do
+// not decode.
 func fileDiff(env *tools.Env, c tools.Call, f callFacts, red func(string) string) string {
-	var args struct {
-		Content *string `json:"content"`
-		Old     *string `json:"old_string"`
-		New     *string `json:"new_string"`
+	if !f.declared {
+		return ""
 	}
+	var args map[string]json.RawMessage
 	if json.Unmarshal(c.Args, &args) != nil {
 		return ""
 	}
+	text := func(name string) *string {
+		var s *string // null stays nil
+		if raw, ok := args[name]; !ok || name == "" || json.Unmarshal(raw, &s) != nil {
+			return nil
+		}
+		return s
+	}
+	content, old, repl := text(f.decl.Content), text(f.decl.Old), text(f.decl.New)
 	var oldText, newText, note string
 	var oldSize int64
 	switch {
-	case f.tool == "edit_file" && args.Old != nil && args.New != nil:
-		oldText, newText = *args.Old, *args.New
+	case old != nil && repl != nil:
+		oldText, newText = *old, *repl
 		oldSize = int64(len(oldText))
-	case f.tool == "write_file" && args.Content != nil:
-		newText = *args.Content
+	case content != nil:
+		newText = *content
 		// Read twice what can be shown, so that a secret cut in two at the
 		// end of the read lies beyond what the diff shows.
 		data, size, err := readWorkspaceFile(env, f.path, 2*MaxApprovalDiff)

@@ -297,7 +297,7 @@ func TestAnalyzeSymlinkTarget(t *testing.T) {
 	if len(an.Commands) != 1 || an.Commands[0].Name != "python3" || an.Commands[0].Target != "python3.11" || !an.Commands[0].OnPath {
 		t.Fatalf("analysis = %+v", an)
 	}
-	f := callFacts{tool: "run_command", argv: []string{"python3", "x.py"}, cmd: &an}
+	f := callFacts{tool: "run_command", isCmd: true, argv: []string{"python3", "x.py"}, cmd: &an}
 	if !(Rule{Command: "python3.11"}).denyCommand(f) {
 		t.Errorf("deny python3.11 does not match python3 -> python3.11")
 	}
@@ -367,7 +367,7 @@ func FuzzAnalyzeCommand(f *testing.F) {
 		// gate's matching never panics on the same input.
 		if len(an.Commands) > 0 && len(argv) > 0 {
 			c := an.Commands[len(an.Commands)-1]
-			fc := callFacts{tool: "run_command", argv: argv, cmd: &an}
+			fc := callFacts{tool: "run_command", isCmd: true, argv: argv, cmd: &an}
 			if !(Rule{Command: shellquoteJoinName(c.Name)}).denyCommand(fc) {
 				t.Fatalf("deny %q does not match its own command in %q", c.Name, argv)
 			}

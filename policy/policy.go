@@ -81,11 +81,43 @@ var policyTools = sync.OnceValue(func() map[string]tools.Class {
 	return m
 })
 
-// pathTools take a workspace path that path rules match.
-var pathTools = map[string]bool{"write_file": true, "edit_file": true}
+// pathTools are the gated tools whose declared path arguments
+// (tools.Decl.Paths) path rules match, and commandTools those with a
+// declared command that command rules match: each tool says which it is.
+var pathTools, commandTools = declared(func(d tools.Decl) bool { return len(d.Paths) > 0 }),
+	declared(func(d tools.Decl) bool { return d.Command != "" })
 
-// commandTool is the one tool with a command that command rules match.
-const commandTool = "run_command"
+// declared lists the built-in write and exec tools (the ones rules may
+// name) whose declaration has, in tools.Builtins' order.
+func declared(has func(tools.Decl) bool) func() []string {
+	return sync.OnceValue(func() []string {
+		var names []string
+		for _, t := range tools.Builtins() {
+			if t.Class() != tools.ClassRead && has(tools.DeclOf(t)) {
+				names = append(names, t.Name())
+			}
+		}
+		return names
+	})
+}
+
+// isOneOf reports whether the rule's tool (a name or a pattern) names one
+// of names.
+func isOneOf(pattern string, names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return toolMatches(pattern, n) })
+}
+
+// appliesOnlyTo is the end of an error about a rule field: "applies only
+// to run_command" or "applies only to write_file and edit_file".
+func appliesOnlyTo(names []string) string {
+	switch len(names) {
+	case 0:
+		return "applies to no tool"
+	case 1:
+		return "applies only to " + names[0]
+	}
+	return "applies only to " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
 
 // validate reports why a rule cannot be used, or nil. A rule that could
 // never match (a misspelt tool, a field its tool does not have, a read tool,
@@ -99,7 +131,7 @@ func (r Rule) validate() error {
 	}
 	if r.Command != "" && r.Path != "" {
 		// No tool takes both, so such a rule would silently never match.
-		return errors.New("command and path cannot both be set (command is for run_command, path for write_file/edit_file)")
+		return fmt.Errorf("command and path cannot both be set (command is for %s, path for %s)", strings.Join(commandTools(), "/"), strings.Join(pathTools(), "/"))
 	}
 	if r.Tool != "" && r.Tool != "*" && (tools.IsToolPattern(r.Tool) || strings.ContainsAny(r.Tool, `.?[\/`)) {
 		// Patterns, MCP names, and what looks like a glob or a path: the
@@ -114,10 +146,10 @@ func (r Rule) validate() error {
 			return unknownToolError(r.Tool)
 		case class == tools.ClassRead:
 			return fmt.Errorf("tool %q is a read tool: read tools always run and are never checked against policy, so this rule would never apply", r.Tool)
-		case r.Command != "" && r.Tool != commandTool:
-			return fmt.Errorf("\"command\" applies only to run_command, not %s", r.Tool)
-		case r.Path != "" && !pathTools[r.Tool]:
-			return fmt.Errorf("\"path\" applies only to write_file and edit_file, not %s", r.Tool)
+		case r.Command != "" && !slices.Contains(commandTools(), r.Tool):
+			return fmt.Errorf("\"command\" %s, not %s", appliesOnlyTo(commandTools()), r.Tool)
+		case r.Path != "" && !slices.Contains(pathTools(), r.Tool):
+			return fmt.Errorf("\"path\" %s, not %s", appliesOnlyTo(pathTools()), r.Tool)
 		}
 	}
 	if r.Command != "" {
@@ -158,11 +190,11 @@ func validateToolPattern(r Rule) error {
 		return fmt.Errorf("tool %q: %v", r.Tool, err)
 	}
 	if tools.IsToolPattern(r.Tool) {
-		if r.Command != "" && !tools.MatchToolPattern(r.Tool, commandTool) {
-			return fmt.Errorf("\"command\" applies only to run_command, which tool %q does not match", r.Tool)
+		if r.Command != "" && !isOneOf(r.Tool, commandTools()) {
+			return fmt.Errorf("\"command\" %s, which tool %q does not match", appliesOnlyTo(commandTools()), r.Tool)
 		}
-		if r.Path != "" && !tools.MatchToolPattern(r.Tool, "write_file") && !tools.MatchToolPattern(r.Tool, "edit_file") {
-			return fmt.Errorf("\"path\" applies only to write_file and edit_file, which tool %q does not match", r.Tool)
+		if r.Path != "" && !isOneOf(r.Tool, pathTools()) {
+			return fmt.Errorf("\"path\" %s, which tool %q does not match", appliesOnlyTo(pathTools()), r.Tool)
 		}
 		return nil
 	}
@@ -170,10 +202,10 @@ func validateToolPattern(r Rule) error {
 		return fmt.Errorf("tool %q: not a tool name (an MCP tool is SERVER.TOOL: the server's name, \".\", and 1 to %d of %s)", r.Tool, tools.MaxMCPToolName, tools.ToolNameAlphabet)
 	}
 	if r.Command != "" {
-		return fmt.Errorf("\"command\" applies only to run_command, not %s", r.Tool)
+		return fmt.Errorf("\"command\" %s, not %s", appliesOnlyTo(commandTools()), r.Tool)
 	}
 	if r.Path != "" {
-		return fmt.Errorf("\"path\" applies only to write_file and edit_file, not %s", r.Tool)
+		return fmt.Errorf("\"path\" %s, not %s", appliesOnlyTo(pathTools()), r.Tool)
 	}
 	return nil
 }
@@ -266,22 +298,69 @@ func matchGlob(pattern, name string) bool {
 	return next[0]
 }
 
-// callFacts are what rules look at in a call's arguments.
+// callFacts are what rules look at in a call's arguments, found where
+// the tool's declaration (tools.Decl) says they are.
 type callFacts struct {
-	tool    string
-	argv    []string // run_command's split command; nil when absent or unparsable
-	hasCmd  bool
-	workdir string
-	path    string // cleaned, slash-separated, workspace-relative
-	hasPath bool
-	inside  bool // path stays inside the workspace (lexically)
+	tool string
+	// declared: the tool declares its arguments (every built-in does); an
+	// MCP tool's are read by their usual names, "command", "working_dir"
+	// and "path", and its command is never analysed.
+	declared bool
+	isCmd    bool // the tool declares a command (run_command)
+	decl     tools.Decl
+	argv     []string // the split command; nil when absent or unparsable
+	hasCmd   bool
+	workdir  string
+	hasPath  bool
+	pathFact // the first path argument given
+	// more are the other path arguments given, for tools that declare
+	// several: rules match each of them too.
+	more []pathFact
+	// cmd is run_command's analysed command line; nil for other tools or
+	// a command that cannot be split into words.
+	cmd *cmdline.CommandAnalysis
+}
+
+// pathFact is one path argument.
+type pathFact struct {
+	path   string // cleaned, slash-separated, workspace-relative
+	inside bool   // path stays inside the workspace (lexically)
 	// real is path with symlinks resolved (as far as it exists), so a link
 	// cannot carry a write from an allowed directory into a denied one.
 	real       string
 	realInside bool
-	// cmd is run_command's analysed command line; nil for other tools or
-	// a command that cannot be split into words.
-	cmd *cmdline.CommandAnalysis
+}
+
+// paths are every path argument the call gives.
+func (f callFacts) paths() []pathFact {
+	if !f.hasPath {
+		return nil
+	}
+	return append([]pathFact{f.pathFact}, f.more...)
+}
+
+// undeclared is how the arguments of a tool that declares nothing are read.
+var undeclared = tools.Decl{Paths: []string{"path"}, Command: "command", WorkDir: "working_dir"}
+
+// declOf is t's declaration, or the built-in's for a stand-in under a
+// built-in's name; ok is false when there is neither.
+func declOf(t tools.Tool) (d tools.Decl, ok bool) {
+	if t == nil {
+		return undeclared, false
+	}
+	if _, ok := t.(tools.Declarer); ok {
+		return tools.DeclOf(t), true
+	}
+	if d, ok := tools.BuiltinDecl(t.Name()); ok {
+		return d, true
+	}
+	return undeclared, false
+}
+
+// isCommandTool reports whether t declares a command.
+func isCommandTool(t tools.Tool) bool {
+	d, ok := declOf(t)
+	return ok && d.Command != ""
 }
 
 func factsOf(env *tools.Env, c tools.Call) callFacts {
@@ -289,11 +368,13 @@ func factsOf(env *tools.Env, c tools.Call) callFacts {
 	if c.Tool != nil {
 		f.tool = c.Tool.Name()
 	}
+	f.decl, f.declared = declOf(c.Tool)
+	f.isCmd = f.declared && f.decl.Command != ""
 	var args map[string]json.RawMessage
 	if json.Unmarshal(c.Args, &args) != nil {
 		return f
 	}
-	if raw, ok := args["command"]; ok {
+	if raw, ok := args[f.decl.Command]; ok && f.decl.Command != "" {
 		f.hasCmd = true
 		var s string
 		var list []string
@@ -306,22 +387,29 @@ func factsOf(env *tools.Env, c tools.Call) callFacts {
 			f.argv = list
 		}
 	}
-	if raw, ok := args["working_dir"]; ok {
+	if raw, ok := args[f.decl.WorkDir]; ok && f.decl.WorkDir != "" {
 		_ = json.Unmarshal(raw, &f.workdir)
 	}
-	if f.tool == commandTool && f.argv != nil {
+	if f.isCmd && f.argv != nil {
 		an := cmdline.AnalyzeCommand(f.argv, analyzeOptions(env, f.workdir))
 		f.cmd = &an
 	}
-	if raw, ok := args["path"]; ok {
+	for _, name := range f.decl.Paths {
+		raw, ok := args[name]
 		var p string
-		if json.Unmarshal(raw, &p) == nil && p != "" {
-			f.hasPath = true
-			f.path, f.inside = workspaceRel(env, p)
-			f.real, f.realInside = f.path, f.inside
-			if f.inside {
-				f.real, f.realInside = resolvedRel(env, f.path)
-			}
+		if !ok || json.Unmarshal(raw, &p) != nil || p == "" {
+			continue
+		}
+		var pf pathFact
+		pf.path, pf.inside = workspaceRel(env, p)
+		pf.real, pf.realInside = pf.path, pf.inside
+		if pf.inside {
+			pf.real, pf.realInside = resolvedRel(env, pf.path)
+		}
+		if !f.hasPath {
+			f.hasPath, f.pathFact = true, pf
+		} else {
+			f.more = append(f.more, pf)
 		}
 	}
 	return f
@@ -375,7 +463,7 @@ func resolvedRel(env *tools.Env, rel string) (string, bool) {
 // shown is the path approvers and prompts are given: the one the tool
 // will reach (symlinks resolved), workspace-relative inside it; a path
 // that lexically leaves the workspace as written.
-func (f callFacts) shown() string {
+func (f pathFact) shown() string {
 	if f.inside {
 		return f.real
 	}
@@ -387,8 +475,8 @@ func (r Rule) appliesTo(f callFacts) bool {
 	if r.Tool != "" && r.Tool != "*" && !toolMatches(r.Tool, f.tool) {
 		return false
 	}
-	if r.Command != "" && f.tool != commandTool {
-		return false // only run_command has a command
+	if r.Command != "" && !f.isCmd {
+		return false // only a command tool (run_command) has a command
 	}
 	return true
 }
@@ -416,14 +504,21 @@ func (r Rule) matches(f callFacts, forAllow bool) bool {
 		if !f.hasPath || checkGlob(r.Path) != nil {
 			return false
 		}
-		lexical, real := matchGlob(r.Path, f.path), matchGlob(r.Path, f.real)
-		if forAllow {
-			// Allow only what is inside the workspace both as written and
-			// as resolved, and matched both ways.
-			if !f.inside || !f.realInside || !lexical || !real {
-				return false
+		// A deny rule matches when any path does, an allow rule when every
+		// one does.
+		any := false
+		for _, p := range f.paths() {
+			lexical, real := matchGlob(r.Path, p.path), matchGlob(r.Path, p.real)
+			if forAllow {
+				// Allow only what is inside the workspace both as written
+				// and as resolved, and matched both ways.
+				if !p.inside || !p.realInside || !lexical || !real {
+					return false
+				}
 			}
-		} else if !lexical && !real {
+			any = any || lexical || real
+		}
+		if !any {
 			return false
 		}
 	}
@@ -556,7 +651,7 @@ func (p *Policy) allowCommand(f callFacts) *Rule {
 // policy has no command allow rules, the call is no command or cannot be
 // analysed, or every command is covered.
 func (p *Policy) uncovered(env *tools.Env, c tools.Call) []string {
-	if p == nil || c.Tool == nil || c.Tool.Name() != commandTool {
+	if p == nil || !isCommandTool(c.Tool) {
 		return nil
 	}
 	hasRules := false
@@ -622,7 +717,7 @@ func (p *Policy) Match(env *tools.Env, c tools.Call) (allow, deny *Rule) {
 
 // unanalysable says why c's command cannot be fully analysed, or "".
 func unanalysable(env *tools.Env, c tools.Call) string {
-	if c.Tool == nil || c.Tool.Name() != commandTool {
+	if !isCommandTool(c.Tool) {
 		return ""
 	}
 	f := factsOf(env, c)

@@ -19,6 +19,7 @@ func (FinalAnswerTool) Description() string {
 }
 func (FinalAnswerTool) Class() Class            { return ClassRead }
 func (FinalAnswerTool) Schema() json.RawMessage { return finalAnswerSchema }
+func (FinalAnswerTool) Declare() Decl           { return Decl{} }
 
 func (t FinalAnswerTool) Run(_ context.Context, _ *Env, raw json.RawMessage) Result {
 	var answer string

@@ -27,6 +27,7 @@ func (Jq) Description() string {
 }
 func (Jq) Class() Class            { return ClassRead }
 func (Jq) Schema() json.RawMessage { return jqSchema }
+func (Jq) Declare() Decl           { return Decl{Paths: []string{"path"}} }
 
 func (t Jq) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 	var filter, input, path string

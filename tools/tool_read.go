@@ -42,6 +42,9 @@ func (ReadFile) Description() string {
 }
 func (ReadFile) Class() Class            { return ClassRead }
 func (ReadFile) Schema() json.RawMessage { return readFileSchema }
+func (ReadFile) Declare() Decl {
+	return Decl{Paths: []string{"path"}, FilePath: true, HookNames: []string{"Read"}}
+}
 
 func (t ReadFile) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 	var path string
@@ -178,6 +181,9 @@ func (ListFiles) Description() string {
 }
 func (ListFiles) Class() Class            { return ClassRead }
 func (ListFiles) Schema() json.RawMessage { return listFilesSchema }
+func (ListFiles) Declare() Decl {
+	return Decl{Paths: []string{"path"}, HookNames: []string{"LS", "Glob"}}
+}
 
 func (t ListFiles) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 	path := "."
@@ -245,6 +251,9 @@ func (SearchFiles) Description() string {
 }
 func (SearchFiles) Class() Class            { return ClassRead }
 func (SearchFiles) Schema() json.RawMessage { return searchFilesSchema }
+func (SearchFiles) Declare() Decl {
+	return Decl{Paths: []string{"path"}, HookNames: []string{"Grep"}}
+}
 
 func (t SearchFiles) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 	var pattern string

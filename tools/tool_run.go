@@ -53,6 +53,9 @@ func (RunCommand) Description() string {
 }
 func (RunCommand) Class() Class            { return ClassExec }
 func (RunCommand) Schema() json.RawMessage { return runCommandSchema }
+func (RunCommand) Declare() Decl {
+	return Decl{Command: "command", WorkDir: "working_dir", HookNames: []string{"Bash"}}
+}
 
 // commandLine is a decoded run_command call.
 type commandLine struct {

@@ -29,6 +29,11 @@ func (WriteFile) Description() string {
 func (WriteFile) Class() Class            { return ClassWrite }
 func (WriteFile) Schema() json.RawMessage { return writeFileSchema }
 
+// Declare: writing the same content twice leaves what once does.
+func (WriteFile) Declare() Decl {
+	return Decl{Paths: []string{"path"}, FilePath: true, Content: "content", HookNames: []string{"Write"}, Idempotent: true}
+}
+
 func (t WriteFile) Run(ctx context.Context, env *Env, raw json.RawMessage) Result {
 	var path, content string
 	if err := decodeArgs(t.Name(), raw,
@@ -98,6 +103,9 @@ func (EditFile) Description() string {
 }
 func (EditFile) Class() Class            { return ClassWrite }
 func (EditFile) Schema() json.RawMessage { return editFileSchema }
+func (EditFile) Declare() Decl {
+	return Decl{Paths: []string{"path"}, FilePath: true, Old: "old_string", New: "new_string", HookNames: []string{"Edit"}}
+}
 
 type editArgs struct{ path, old, new string }
 

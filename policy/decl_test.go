@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,4 +85,55 @@ type approverFunc func(ApprovalRequest) string
 
 func (f approverFunc) Approve(_ context.Context, req ApprovalRequest) (string, error) {
 	return f(req), nil
+}
+
+// Every built-in tool's declared path arguments are confined by policy's
+// rules, found by the declaration alone (a new tool gets a subtest here
+// without a change to policy): an allow rule for every path never covers
+// one leading out of the workspace, whether by "..", an absolute path or
+// a symlink, and a deny rule matches the path as written or as resolved.
+func TestBuiltinPathsConfined(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.Symlink(t.TempDir(), filepath.Join(ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("secret", filepath.Join(ws, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	env := &tools.Env{Workspace: ws}
+	pol := &Policy{Allow: []Rule{{Tool: "*", Path: "**"}}, Deny: []Rule{{Path: "secret/**"}}}
+	n := 0
+	for _, tool := range tools.Builtins() {
+		for _, arg := range tools.DeclOf(tool).Paths {
+			n++
+			t.Run(tool.Name()+"/"+arg, func(t *testing.T) {
+				call := func(p string) tools.Call {
+					args, _ := json.Marshal(map[string]string{arg: p})
+					return tools.Call{Tool: tool, Args: args}
+				}
+				for _, tt := range []struct {
+					path        string
+					allow, deny bool
+				}{
+					{"src/a.go", true, false},
+					{"../x", false, false},
+					{"/etc/passwd", false, false},
+					{"out/x", false, false},
+					{"secret/x", true, true},
+					{"alias/x", true, true},
+				} {
+					allow, deny := pol.Match(env, call(tt.path))
+					if (allow != nil) != tt.allow || (deny != nil) != tt.deny {
+						t.Errorf("%s: allow %v, deny %v; want allow %v, deny %v", tt.path, allow, deny, tt.allow, tt.deny)
+					}
+				}
+			})
+		}
+	}
+	if n == 0 {
+		t.Fatal("no built-in tool declares a path")
+	}
 }

@@ -38,6 +38,7 @@ func Builtins() []Tool {
 		ListFiles{},
 		SearchFiles{},
 		Jq{},
+		StatPath{},
 		WriteFile{},
 		EditFile{},
 		RunCommand{},

@@ -1,5 +1,5 @@
-// Package tools holds tact's tools (read, write, list, search, run_command,
-// jq, final_answer), the registry that offers them, the workspace they may
+// Package tools holds tact's tools (read, write, list, search, stat,
+// run_command, jq, final_answer), the registry that offers them, the workspace they may
 // touch (Env), and the Gate interface that approves their calls.
 package tools
 

@@ -72,13 +72,13 @@ type m = map[string]any
 
 func TestBuiltinsAndSchemas(t *testing.T) {
 	reg := DefaultRegistry()
-	want := []string{"edit_file", "final_answer", "jq", "list_files", "read_file", "run_command", "search_files", "write_file"}
+	want := []string{"edit_file", "final_answer", "jq", "list_files", "read_file", "run_command", "search_files", "stat_path", "write_file"}
 	if got := strings.Join(reg.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("Names = %s, want %s", got, strings.Join(want, ","))
 	}
 	classes := map[string]Class{
 		"final_answer": ClassRead, "read_file": ClassRead, "list_files": ClassRead, "search_files": ClassRead,
-		"jq": ClassRead, "write_file": ClassWrite, "edit_file": ClassWrite, "run_command": ClassExec,
+		"jq": ClassRead, "stat_path": ClassRead, "write_file": ClassWrite, "edit_file": ClassWrite, "run_command": ClassExec,
 	}
 	for _, tool := range reg.List() {
 		if tool.Class() != classes[tool.Name()] {

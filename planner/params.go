@@ -310,7 +310,7 @@ func templatize(p *Plan, names []string, reg *tools.Registry) error {
 			if kind, _ := ClassifyArg(s.Args[k]); kind != ArgLiteral || json.Unmarshal(s.Args[k], &text) != nil {
 				continue
 			}
-			if s.Tool == "run_command" && k == "command" {
+			if isCommandArg(reg, s.Tool, k) {
 				// A value in a command line is one word, never text.
 				v, ok, err := templateCommand(text, declared)
 				if err != nil {
@@ -338,6 +338,16 @@ func templatize(p *Plan, names []string, reg *tools.Registry) error {
 
 // templateArg is the argument for text with placeholders of declared
 // names (false: it has none).
+// isCommandArg reports whether argument arg of tool holds a command line
+// (its declaration says so: tools.Decl.Command).
+func isCommandArg(reg *tools.Registry, tool, arg string) bool {
+	if reg == nil {
+		return false
+	}
+	t, ok := reg.Get(tool)
+	return ok && tools.DeclOf(t).Command == arg
+}
+
 func templateArg(text string, declared map[string]bool) (json.RawMessage, bool) {
 	var parts []string
 	last, found := 0, false

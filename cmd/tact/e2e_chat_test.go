@@ -159,7 +159,7 @@ func (ct *chatTerm) exit() int {
 	code := ct.p.wait(5 * time.Second)
 	select {
 	case <-ct.readDone:
-	case <-time.After(2 * time.Second):
+	case <-time.After(time.Minute):
 	}
 	return code
 }
@@ -305,8 +305,9 @@ func TestE2EChatInterrupt(t *testing.T) {
 	ct.send("\x03")
 	ct.expect("interrupted")
 	ct.prompt()
-	if d := time.Since(sent); d > time.Second {
-		t.Errorf("back at the prompt %v after Ctrl-C, want within a second", d)
+	// Generous for a busy machine, far below the call's 20 s.
+	if d := time.Since(sent); d > 10*time.Second {
+		t.Errorf("back at the prompt %v after Ctrl-C, want at once", d)
 	}
 	ct.send("did that finish?\r")
 	ct.expect("it was interrupted")
@@ -322,8 +323,8 @@ func TestE2EChatInterrupt(t *testing.T) {
 	ct.send("\x03")
 	ct.expect("interrupted")
 	ct.prompt()
-	if d := time.Since(sent); d > time.Second {
-		t.Errorf("back at the prompt %v after Ctrl-C during a tool, want within a second", d)
+	if d := time.Since(sent); d > 10*time.Second {
+		t.Errorf("back at the prompt %v after Ctrl-C during a tool, want at once", d)
 	}
 	assertNoSurvivors(t, marker, 10*time.Second)
 
@@ -524,11 +525,12 @@ func TestE2EChatPipedSignalWhileWaiting(t *testing.T) {
 		go func() { done <- cmd.Wait() }()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 			cmd.Process.Kill()
-			t.Fatalf("%v: still waiting for input 5 s later", tc.sig)
+			t.Fatalf("%v: still waiting for input a minute later", tc.sig)
 		}
-		if got := cmd.ProcessState.ExitCode(); got != tc.code || time.Since(start) > 2*time.Second {
+		// Generous for a busy machine; a blocked reader would wait forever.
+		if got := cmd.ProcessState.ExitCode(); got != tc.code || time.Since(start) > 10*time.Second {
 			t.Fatalf("%v: exit %d after %s, want %d at once\n%s", tc.sig, got, time.Since(start), tc.code, stderr.String())
 		}
 		stdin.Close()

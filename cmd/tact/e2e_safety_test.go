@@ -130,14 +130,19 @@ func (c *e2eCase) run(args ...string) *proc { return c.start(nil, nil, args...) 
 
 // wait returns tact's exit code, failing the test (and killing tact) if it
 // has not exited within d.
+// wait waits for tact to exit and returns its exit code. d is what tact
+// should need; the test fails (and kills it) only past d or a minute,
+// whichever is longer: a busy machine is slow, and a test that checks how
+// fast tact exits measures p.exited itself.
 func (p *proc) wait(d time.Duration) int {
 	p.t.Helper()
+	limit := max(d, time.Minute)
 	select {
 	case <-p.done:
-	case <-time.After(d):
+	case <-time.After(limit):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		p.t.Fatalf("tact did not exit within %s (killed)\nstdout: %s\nstderr: %s", d, p.stdout.String(), p.stderr.String())
+		p.t.Fatalf("tact did not exit within %s (killed)\nstdout: %s\nstderr: %s", limit, p.stdout.String(), p.stderr.String())
 	}
 	return p.cmd.ProcessState.ExitCode()
 }
@@ -427,7 +432,7 @@ func ptyRun(t *testing.T, c *e2eCase, plan, answer string, stdinPipe bool, flags
 		p.wait(5 * time.Second)
 		select {
 		case <-readDone:
-		case <-time.After(2 * time.Second):
+		case <-time.After(time.Minute):
 		}
 		return p, shown()
 	}
@@ -435,7 +440,7 @@ func ptyRun(t *testing.T, c *e2eCase, plan, answer string, stdinPipe bool, flags
 	if !waitFor(time.Minute, func() bool { return strings.Contains(shown(), "Run this?") && strings.Contains(shown(), "[n]o: ") }) {
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		t.Fatalf("no approval prompt on the terminal within 5s; terminal showed:\n%s\nstderr: %s", shown(), p.stderr.String())
+		t.Fatalf("no approval prompt on the terminal within a minute; terminal showed:\n%s\nstderr: %s", shown(), p.stderr.String())
 	}
 	if _, err := ptmx.Write([]byte(answer + "\n")); err != nil {
 		t.Fatalf("answer the prompt: %v", err)
@@ -443,7 +448,7 @@ func ptyRun(t *testing.T, c *e2eCase, plan, answer string, stdinPipe bool, flags
 	p.wait(5 * time.Second)
 	select {
 	case <-readDone:
-	case <-time.After(2 * time.Second):
+	case <-time.After(time.Minute):
 	}
 	return p, shown()
 }
@@ -659,7 +664,8 @@ func TestE2ETimeoutKillsTheToolsGroup(t *testing.T) {
 	start := time.Now()
 	p := c.run(c.args("--yes", "--timeout", "1s", plan)...)
 	code := p.wait(6 * time.Second)
-	if el := p.exited.Sub(start); el > 3*time.Second {
+	// Generous beside the 1 s timeout, far below the tool's 100 s.
+	if el := p.exited.Sub(start); el > 20*time.Second {
 		t.Errorf("tact took %s with --timeout 1s", el.Round(time.Millisecond))
 	}
 	if code != 7 {
@@ -700,8 +706,9 @@ func TestE2ESignalDuringTool(t *testing.T) {
 			sent := time.Now()
 			p.signal(tc.sig)
 			code := p.wait(5 * time.Second)
-			if el := p.exited.Sub(sent); el > 2*time.Second {
-				t.Errorf("tact exited %s after %v, want within 2s", el.Round(time.Millisecond), tc.sig)
+			// Generous for a busy machine, far below the tool's 100 s.
+			if el := p.exited.Sub(sent); el > 10*time.Second {
+				t.Errorf("tact exited %s after %v, want within 10s", el.Round(time.Millisecond), tc.sig)
 			}
 			if code != tc.want {
 				t.Errorf("exit %d after %v, want %d\nstderr: %s", code, tc.sig, tc.want, p.stderr.String())
@@ -715,12 +722,13 @@ func TestE2ESignalDuringTool(t *testing.T) {
 func TestE2ESIGINTDuringSlowModelReply(t *testing.T) {
 	c := newE2E(t)
 	reply := `{"thought":"the answer needs no tools at all","tool":"final_answer","args":{"answer":"slow"}}`
-	entry, _ := json.Marshal(map[string]any{"kind": "action", "text": reply, "delay_ms": 10000})
+	// The reply takes two minutes: an exit within 10 s is the signal's doing.
+	entry, _ := json.Marshal(map[string]any{"kind": "action", "text": reply, "delay_ms": 120000})
 	script := c.file("script.jsonl", string(entry)+"\n")
 	p := c.run("run", "--no-plan", "--backend", "script", "--script", script,
 		"--workspace", c.ws, "--trace", c.trace, "--policy", c.pol, "what is the answer?")
 	// model_call is written as the call is made: the signal comes inside
-	// the 10 s reply.
+	// the reply.
 	if !waitFor(time.Minute, func() bool {
 		data, _ := os.ReadFile(c.trace)
 		return bytes.Contains(data, []byte(`"event":"model_call"`))
@@ -730,8 +738,8 @@ func TestE2ESIGINTDuringSlowModelReply(t *testing.T) {
 	sent := time.Now()
 	p.signal(syscall.SIGINT)
 	code := p.wait(5 * time.Second)
-	if el := p.exited.Sub(sent); el > 2*time.Second {
-		t.Errorf("tact exited %s after SIGINT, want within 2s", el.Round(time.Millisecond))
+	if el := p.exited.Sub(sent); el > 10*time.Second {
+		t.Errorf("tact exited %s after SIGINT, want within 10s", el.Round(time.Millisecond))
 	}
 	if code != 130 {
 		t.Errorf("exit %d, want 130\nstderr: %s", code, p.stderr.String())

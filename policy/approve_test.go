@@ -83,8 +83,23 @@ func TestPrompterCancel(t *testing.T) {
 func TestPrompterClose(t *testing.T) {
 	r, w := io.Pipe()
 	defer w.Close()
-	p := newLinePrompter(r, io.Discard)
-	go func() { time.Sleep(50 * time.Millisecond); p.Close() }()
+	// Closed while Ask waits: once the question is written.
+	asked := make(chan struct{})
+	p := newLinePrompter(r, writerFunc(func(b []byte) (int, error) {
+		select {
+		case <-asked:
+		default:
+			close(asked)
+		}
+		return len(b), nil
+	}))
+	go func() {
+		select {
+		case <-asked:
+			p.Close()
+		case <-t.Context().Done():
+		}
+	}()
 	if _, err := p.Ask(t.Context(), "q?", gtOptions); err == nil {
 		t.Fatal("Ask on a closed prompter succeeded")
 	}
@@ -224,3 +239,8 @@ func TestGateHelperProcess(t *testing.T) {
 	b, _ := json.Marshal(res)
 	fmt.Printf("\n%s\n", b)
 }
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

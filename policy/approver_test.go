@@ -143,7 +143,7 @@ func pidGone(t *testing.T, pidFile string) {
 	if err != nil {
 		t.Fatalf("pid file: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
@@ -160,7 +160,7 @@ func pidGone(t *testing.T, pidFile string) {
 // waitFile waits (bounded) until path exists.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if _, err := os.Stat(path); err == nil {
 			return

@@ -445,7 +445,7 @@ func (pt *ptyTerm) output() string {
 // waitFor waits until the terminal has shown want n times in total.
 func (pt *ptyTerm) waitFor(want string, n int) string {
 	pt.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // generous: a busy machine is slow
 	for time.Now().Before(deadline) {
 		if s := pt.output(); strings.Count(s, want) >= n {
 			return s
@@ -571,13 +571,13 @@ func TestGatePromptPtyAlways(t *testing.T) {
 
 // Cancelling the run while the prompt waits unblocks it promptly.
 func TestGatePromptCancel(t *testing.T) {
-	_, tty := openPty(t)
+	pt, tty := openPty(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan []tools.Verdict, 1)
 	go func() {
 		done <- NewGate(GateOptions{Prompter: NewPrompter(tty, tty)}).Check(ctx, &tools.Env{Workspace: "/ws"}, []tools.Call{gtGit, gtWrite})
 	}()
-	time.Sleep(50 * time.Millisecond)
+	pt.waitFor("Run this?", 1) // the prompt waits
 	cancel()
 	select {
 	case v := <-done:
@@ -586,7 +586,7 @@ func TestGatePromptCancel(t *testing.T) {
 				t.Errorf("verdict %d = %+v, want rejected", i, v[i])
 			}
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("cancel did not unblock the prompt")
 	}
 }

@@ -402,7 +402,7 @@ func startEscaping(t *testing.T, ctx context.Context, env *Env, marker string) <
 	done := make(chan Result, 1)
 	args, _ := json.Marshal(m{"command": fmt.Sprintf("sh -c 'setsid sleep %[1]s & (sleep %[1]s &); sleep %[1]s'", marker)})
 	go func() { done <- RunCommand{}.Run(ctx, env, args) }()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for len(twSurvivors(t, marker)) < 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the command's sleeps did not start: %v", twSurvivors(t, marker))
@@ -465,7 +465,7 @@ func TestRunCommandParentKilled(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for len(twSurvivors(t, marker)) < 3 {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()

@@ -57,11 +57,12 @@ func twSurvivors(t testing.TB, marker string) []int {
 func twAssertNoSurvivors(t *testing.T, marker string) {
 	t.Helper()
 	var pids []int
-	for range 20 { // reparented zombies may take a moment to vanish from cmdline
+	// Reparented zombies may take a moment to vanish from cmdline: up to
+	// 10 s on a busy machine (was 200 ms); a survivor sleeps 100 s.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if pids = twSurvivors(t, marker); len(pids) == 0 {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
@@ -321,7 +322,7 @@ func TestRunCommandCancel(t *testing.T) {
 		done <- RunCommand{}.Run(ctx, env, json.RawMessage(fmt.Sprintf(`{"command":"sh -c 'sleep %[1]s & sleep %[1]s'"}`, marker)))
 	}()
 	// Wait until both sleeps run, so the cancel hits a live group.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for len(twSurvivors(t, marker)) < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

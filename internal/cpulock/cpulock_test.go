@@ -156,6 +156,8 @@ func TestHolderGivesSurplusBack(t *testing.T) {
 		for range counts {
 		}
 	}()
+	// What is checked is that nothing happens for a while (ten of the
+	// holder's fits): a sleep is the behaviour here, not a stand-in.
 	time.Sleep(50 * time.Millisecond)
 	select {
 	case n := <-counts:
@@ -312,7 +314,7 @@ func TestHelperHold(t *testing.T) {
 		os.Exit(4)
 	}
 	os.Stdout.WriteString("held\n")
-	time.Sleep(time.Minute)
+	time.Sleep(time.Minute) // holds the slot until the test kills it
 	os.Exit(0)
 }
 

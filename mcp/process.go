@@ -205,14 +205,12 @@ func stderrReason(lines []string) string {
 func (p *process) stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
 		p.stdin.Close()
+		group := sandbox.ProcessGroup(p.pgid)
 		if !waitClosed(p.exited, grace) {
-			_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
-			if !waitClosed(p.exited, time.Second) {
-				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-				waitClosed(p.exited, 5*time.Second)
-			}
+			group.Stop(sandbox.Ending{Signal: syscall.SIGTERM, Grace: time.Second, Gone: p.exited})
+			waitClosed(p.exited, 5*time.Second)
 		}
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		group.Kill()
 		p.stdout.Close()
 		p.untrack()
 	})

@@ -238,7 +238,7 @@ func startProgramDirect(p Program, stdio [3]*os.File) (*startedProgram, error) {
 	}()
 	return &startedProgram{
 		exited: exited,
-		kill:   func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) },
+		kill:   ProcessGroup(pgid).Kill,
 		status: func() (syscall.WaitStatus, bool, error) {
 			if cmd.ProcessState == nil {
 				return 0, false, nil

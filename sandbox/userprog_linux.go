@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"syscall"
-	"time"
 )
 
 // programProcAttr starts a user's program in a session of its own (no
@@ -70,14 +69,7 @@ func startProgramHelper(p Program, stdio [3]*os.File) (*startedProgram, error) {
 		kill: func() {
 			// The helper SIGKILLs every descendant at once and exits;
 			// should it not, its group goes.
-			_ = syscall.Kill(pid, syscall.SIGUSR1)
-			go func() {
-				select {
-				case <-helperGone:
-				case <-time.After(HelperSlack):
-					_ = syscall.Kill(-pid, syscall.SIGKILL)
-				}
-			}()
+			go ProcessGroup(pid).Stop(Ending{Signal: syscall.SIGUSR1, Leader: true, Grace: HelperSlack, Gone: helperGone})
 		},
 		status: func() (syscall.WaitStatus, bool, error) {
 			switch {

@@ -230,26 +230,26 @@ func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, chil
 	go func() { defer readers.Done(); io.Copy(stdout, outR) }()
 	go func() { defer readers.Done(); io.Copy(stderr, errR) }()
 
-	type exit struct {
+	var ex struct {
 		state *os.ProcessState
 		err   error
 	}
-	exited := make(chan exit, 1)
+	exited := make(chan struct{}) // closed once ex is set
 	go func() {
-		st, err := proc.Wait()
-		exited <- exit{st, err}
+		ex.state, ex.err = proc.Wait()
+		close(exited)
 	}()
+	group := sandbox.ProcessGroup(pgid)
 
 	timeout, grace := env.toolTimeout(), env.killGrace()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var (
-		ex       exit
 		timedOut bool
 		canceled error
 	)
 	select {
-	case ex = <-exited:
+	case <-exited:
 	case <-timer.C:
 		timedOut = true
 	case <-ctx.Done():
@@ -259,22 +259,17 @@ func runProcess(ctx context.Context, env *Env, prog string, cl commandLine, chil
 	case (timedOut || canceled != nil) && plan.helper:
 		// The helper ends the command's whole tree on SIGTERM; its group
 		// is killed only if it does not manage within the grace period.
-		syscall.Kill(proc.Pid, syscall.SIGTERM)
-		select {
-		case ex = <-exited:
-		case <-time.After(grace + sandbox.HelperSlack):
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			ex = <-exited
-		}
+		group.Stop(sandbox.Ending{Signal: syscall.SIGTERM, Leader: true, Grace: grace + sandbox.HelperSlack, Gone: exited})
+		<-exited
 	case timedOut || canceled != nil:
-		killGroup(pgid, grace)
-		ex = <-exited
+		group.Stop(sandbox.Ending{Signal: syscall.SIGTERM, Grace: grace})
+		<-exited
 	}
-	if groupAlive(pgid) {
+	if group.Alive() {
 		// Left in the group: background processes of a directly started
 		// command, or the rest of a helper that was killed. None may
 		// outlive the call.
-		killGroup(pgid, grace)
+		group.Stop(sandbox.Ending{Signal: syscall.SIGTERM, Grace: grace})
 	}
 
 	// Wait for EOF on both pipes. A process that escaped (setsid without
@@ -353,29 +348,6 @@ func removeTmpDir(dir string) {
 		return nil
 	})
 	os.RemoveAll(dir)
-}
-
-// killGroup sends SIGTERM to the process group, waits up to grace for it to
-// empty, then sends SIGKILL to whatever is left.
-func killGroup(pgid int, grace time.Duration) {
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
-		return
-	}
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if !groupAlive(pgid) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// groupAlive reports whether any process is in the group. The leader is
-// reaped by the time this matters, and a group id is not reused while the
-// group has members, so a signal 0 probe is reliable here.
-func groupAlive(pgid int) bool {
-	return syscall.Kill(-pgid, 0) == nil
 }
 
 func describeExit(ws syscall.WaitStatus) string {

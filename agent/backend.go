@@ -54,22 +54,22 @@ func openBackend(ctx context.Context, s *config.Settings, opts Options, settingN
 			model, fromPlan = m, true
 		} else {
 			// The models directory is not used, only named when it would have been.
-			name, why = "none", recoverHint
+			name, why = llm.BackendNone, recoverHint
 			if p, err := models.Resolve("", s.ModelsDirectory()); err == nil {
 				why = fmt.Sprintf("tact exec uses a model only when one is given, not the models directory's (%s) on its own: %s", filepath.Base(p), recoverHint)
 			}
 			if s.Script != "" {
-				name = "script"
+				name = llm.BackendScript
 			}
 		}
 	}
-	if name == "" || name == "llama" {
+	if name == "" || name == llm.BackendLlama {
 		p, err := models.Resolve(model, s.ModelsDirectory())
 		switch {
 		case err == nil:
 			modelPath = p
 			if name == "" && (model != "" || s.Script == "") {
-				name = "llama"
+				name = llm.BackendLlama
 			}
 		case fromPlan:
 			// A plan naming a model that is not here runs as if it named none.
@@ -85,7 +85,7 @@ func openBackend(ctx context.Context, s *config.Settings, opts Options, settingN
 				}
 				return nil, badInputf("%s: not pulled yet: %s", setting, PullHint(e))
 			}
-			if name == "llama" || s.Model != "" {
+			if name == llm.BackendLlama || s.Model != "" {
 				return nil, badInput(err)
 			}
 			// A fixed plan needs no model, so a models directory that
@@ -95,15 +95,15 @@ func openBackend(ctx context.Context, s *config.Settings, opts Options, settingN
 	}
 	if name == "" {
 		if s.Script != "" {
-			name = "script"
+			name = llm.BackendScript
 		} else {
-			name = "none"
+			name = llm.BackendNone
 		}
 	}
 	switch name {
-	case "none":
+	case llm.BackendNone:
 		return llm.None{Why: why}, nil
-	case "script":
+	case llm.BackendScript:
 		if s.Script == "" {
 			return nil, badInputf("--backend script needs --script FILE")
 		}
@@ -112,7 +112,7 @@ func openBackend(ctx context.Context, s *config.Settings, opts Options, settingN
 			return nil, badInput(err)
 		}
 		return sc, nil
-	case "llama", "openai":
+	case llm.BackendLlama, llm.BackendOpenAI:
 		if backends == nil {
 			return nil, badInputf("--backend %s: not built into this program", name)
 		}
@@ -134,7 +134,7 @@ func openBackend(ctx context.Context, s *config.Settings, opts Options, settingN
 // "" when the models decide (openBackend, PullTarget).
 func impliedBackend(s *config.Settings) string {
 	if s.Backend == "" && s.BaseURL != "" && s.Model == "" && s.Script == "" {
-		return "openai"
+		return llm.BackendOpenAI
 	}
 	return s.Backend
 }
@@ -146,7 +146,7 @@ func impliedBackend(s *config.Settings) string {
 // and the run would load one (no --script, no server). ok is false when
 // nothing needs downloading.
 func PullTarget(s *config.Settings) (e models.CatalogEntry, ok bool) {
-	if name := impliedBackend(s); name != "" && name != "llama" {
+	if name := impliedBackend(s); name != "" && name != llm.BackendLlama {
 		return e, false
 	}
 	dir := s.ModelsDirectory()

@@ -21,9 +21,9 @@ type all struct{}
 
 func (all) Open(ctx context.Context, req agent.BackendRequest) (llm.Backend, error) {
 	switch req.Name {
-	case "llama":
+	case llm.BackendLlama:
 		return openLlama(ctx, req.Settings, req.ModelPath, req.SettingName)
-	case "openai":
+	case llm.BackendOpenAI:
 		return openOpenAI(req.Settings)
 	}
 	return nil, fmt.Errorf("--backend %q: want llama, openai, script or none", req.Name)

@@ -20,7 +20,7 @@ func (n None) Complete(_ context.Context, req Request) (Response, error) {
 func (None) Close() error { return nil }
 
 // ModelInfo: no model.
-func (None) ModelInfo() ModelInfo { return ModelInfo{Backend: "none"} }
+func (None) ModelInfo() ModelInfo { return ModelInfo{Backend: BackendNone} }
 
 // Concurrency: every call fails at once.
 func (None) Concurrency() int { return Unbounded }

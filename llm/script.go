@@ -183,7 +183,7 @@ func (s *Script) Close() error { return nil }
 
 // ModelInfo names the script file (there is no model); it sets no
 // context bound of its own.
-func (s *Script) ModelInfo() ModelInfo { return ModelInfo{Backend: "script", Script: s.name} }
+func (s *Script) ModelInfo() ModelInfo { return ModelInfo{Backend: BackendScript, Script: s.name} }
 
 // Concurrency: calls only take turns to pick their entry, so none waits
 // for another's reply (a run's replies still come in file order only when

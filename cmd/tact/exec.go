@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/llm"
 )
 
 // execOptions is tact exec's test seam: everything it needs, parsed.
@@ -107,7 +108,7 @@ func planModel(data []byte) string {
 			Model   string `json:"model"`
 		} `json:"planner"`
 	}
-	if json.Unmarshal(line, &h) != nil || h.Type != "plan" || h.Planner.Backend != "llama" {
+	if json.Unmarshal(line, &h) != nil || h.Type != "plan" || h.Planner.Backend != llm.BackendLlama {
 		return ""
 	}
 	return h.Planner.Model

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/mcp"
 	"github.com/tactcli/tact/tools"
 )
@@ -51,7 +52,7 @@ func newToolsCmd(f *factory, runF func(context.Context, *toolsOptions) error) *c
 // a bad one does not stop a listing (docs/cli.md: tact tools always works).
 func modelFree(s *config.Settings) {
 	d := config.Defaults()
-	s.Backend, s.Pull, s.Trace = "none", false, ""
+	s.Backend, s.Pull, s.Trace = llm.BackendNone, false, ""
 	s.Workspace, s.Policy, s.Sandbox, s.AllowTools, s.StopWhen, s.Threads = d.Workspace, d.Policy, d.Sandbox, d.AllowTools, d.StopWhen, d.Threads
 }
 

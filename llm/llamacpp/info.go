@@ -19,7 +19,7 @@ var (
 // ModelInfo names the model by its file (as `--model NAME` and `tact
 // models list` do), with the window of one call and the sequences.
 func (b *Backend) ModelInfo() llm.ModelInfo {
-	return llm.ModelInfo{Backend: "llama", Model: modelName(b.opts.ModelPath),
+	return llm.ModelInfo{Backend: llm.BackendLlama, Model: modelName(b.opts.ModelPath),
 		ContextSize: b.opts.CtxSize, Parallel: max(b.opts.Parallel, 1)}
 }
 

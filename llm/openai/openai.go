@@ -520,7 +520,7 @@ func (b *Backend) streamErr(ctx, actx context.Context, err error) error {
 
 // ModelInfo: the server's model name and --ctx-size.
 func (b *Backend) ModelInfo() llm.ModelInfo {
-	return llm.ModelInfo{Backend: "openai", Model: b.o.Model, ContextSize: b.o.CtxSize}
+	return llm.ModelInfo{Backend: llm.BackendOpenAI, Model: b.o.Model, ContextSize: b.o.CtxSize}
 }
 
 // Concurrency: every call is its own HTTP request; the server decides how

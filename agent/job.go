@@ -80,6 +80,7 @@ type Resume struct {
 // usage. The events are run_start, planning, plan and termination.
 func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage llm.Usage, err error) {
 	l := rt.newLife(job)
+	l.ctx = ctx
 	defer func() { l.finish(err, usage) }()
 	l.start(job.Query)
 	if l.s.NoPlan {
@@ -134,6 +135,7 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		}
 	}
 	l := rt.newLife(job)
+	l.ctx = ctx
 	l.rec = rt.newRecord(l, job)
 	l.sink = react.Sinks{l.sink, l.rec}
 	var planUsage llm.Usage
@@ -420,6 +422,9 @@ type life struct {
 	paramNames []string
 	answer     json.RawMessage // the job's --schema (nil: none)
 	jobGate    tools.Gate      // Job.Gate (nil: the runtime's)
+	// ctx is the caller's, on every event the job emits itself: the
+	// telemetry sink continues the caller's trace from it.
+	ctx context.Context
 }
 
 // gate is the job's gate: Job.Gate, else the runtime's.
@@ -448,7 +453,7 @@ func (rt *Runtime) newLife(job Job) *life {
 }
 
 func (l *life) emit(event string, fields map[string]any) {
-	l.sink.Handle(react.Event{RunID: l.id, Type: event, Time: time.Now(), Fields: fields})
+	l.sink.Handle(react.Event{RunID: l.id, Type: event, Time: time.Now(), Fields: fields, Ctx: l.ctx})
 }
 
 func (l *life) start(query string) {

@@ -75,29 +75,32 @@ type Settings struct {
 	TokenBudget          int      `envconfig:"TACT_TOKEN_BUDGET" flag:"token-budget" desc:"total tokens a run may spend (0: unlimited); exit 6 when hit"`
 
 	// Backends and models.
-	Backend     string  `envconfig:"TACT_BACKEND" flag:"backend" desc:"llama, openai, script or none (default: llama with a model, openai with --base-url, script with --script, else none)"`
-	Script      string  `envconfig:"TACT_SCRIPT" flag:"script" desc:"JSONL file of canned replies for the script backend"`
-	Model       string  `envconfig:"TACT_MODEL" flag:"model" desc:"GGUF model path or name in the models directory"`
-	ModelsDir   string  `envconfig:"TACT_MODELS_DIR" flag:"models-dir" desc:"models directory (default $XDG_DATA_HOME/tact/models)"`
-	Pull        bool    `envconfig:"TACT_PULL" flag:"pull" desc:"download the catalog model named by --model (or the recommended default when none is set) before running, with progress on stderr"`
-	HFEndpoint  string  `envconfig:"HF_ENDPOINT" desc:"Hugging Face hub or mirror that catalog names, hf.co/... and REPO:QUANT pulls download from (default https://huggingface.co)"`
-	Threads     int     `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: chosen from the cores free at start; more than the CPUs present is capped with a warning)"`
-	CtxSize     int     `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens that every prompt and its reply must fit, for every backend (default: the model's, at most 8192; script and none: unlimited; openai: unlimited, set it to the server's); refused when its KV cache cannot fit in memory"`
-	BatchSize   int     `envconfig:"TACT_BATCH_SIZE" flag:"batch-size" default:"512" desc:"prompt batch size in tokens (1 to 65536)"`
-	FlashAttn   bool    `envconfig:"TACT_FLASH_ATTENTION" flag:"flash-attention" desc:"use flash attention"`
-	KVCacheType string  `envconfig:"TACT_KV_CACHE_TYPE" flag:"kv-cache-type" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
-	GPULayers   int     `envconfig:"TACT_GPU_LAYERS" flag:"gpu-layers" desc:"layers to offload to a GPU backend (0: CPU only)"`
-	LibDir      string  `envconfig:"TACT_LIB_DIR" desc:"directory of GPU backend libraries (default: lib/ollama beside the binary's directory)"`
-	RuntimeDir  string  `envconfig:"TACT_RUNTIME_DIR" desc:"llama backend: the llama.cpp runtime directory to use, and no other (default: the best one installed under $XDG_DATA_HOME/tact/runtime; see tact runtime)"`
-	RuntimeURL  string  `envconfig:"TACT_RUNTIME_URL" desc:"npm registry or mirror that tact runtime install and build download from (default https://registry.npmjs.org)"`
-	CPULock     bool    `envconfig:"TACT_CPU_LOCK" default:"true" desc:"take turns on the CPU with other tact processes for model work (false: compete)"`
-	Temperature float32 `envconfig:"TACT_TEMPERATURE" flag:"temperature" default:"0.2" desc:"sampling temperature, 0 to 10 (0: greedy)"`
-	TopK        int     `envconfig:"TACT_TOP_K" flag:"top-k" default:"40" desc:"top-k sampling (0: off, the whole vocabulary)"`
-	TopP        float32 `envconfig:"TACT_TOP_P" flag:"top-p" default:"0.95" desc:"top-p sampling, above 0 and at most 1 (1: off)"`
-	MinP        float32 `envconfig:"TACT_MIN_P" flag:"min-p" default:"0.05" desc:"min-p sampling, 0 to 1 (0: off)"`
-	Seed        int     `envconfig:"TACT_SEED" flag:"seed" default:"-1" desc:"sampling seed, 0 to 4294967295 (-1: random); fix it for reproducible runs"`
-	Parallel    int     `envconfig:"TACT_PARALLEL" flag:"parallel" default:"1" desc:"queries tact batch runs (requests tact serve answers) at once on one loaded model, each in its own sequence of the context (1 to 64)"`
-	MaxTokens   int     `envconfig:"TACT_MAX_TOKENS" flag:"max-tokens" default:"512" desc:"tokens a single model reply may generate (0: until the context is full)"`
+	Backend     string `envconfig:"TACT_BACKEND" flag:"backend" desc:"llama, openai, script or none (default: llama with a model, openai with --base-url, script with --script, else none)"`
+	Script      string `envconfig:"TACT_SCRIPT" flag:"script" desc:"JSONL file of canned replies for the script backend"`
+	Model       string `envconfig:"TACT_MODEL" flag:"model" desc:"GGUF model path or name in the models directory"`
+	ModelsDir   string `envconfig:"TACT_MODELS_DIR" flag:"models-dir" desc:"models directory (default $XDG_DATA_HOME/tact/models)"`
+	Pull        bool   `envconfig:"TACT_PULL" flag:"pull" desc:"download the catalog model named by --model (or the recommended default when none is set) before running, with progress on stderr"`
+	HFEndpoint  string `envconfig:"HF_ENDPOINT" desc:"Hugging Face hub or mirror that catalog names, hf.co/... and REPO:QUANT pulls download from (default https://huggingface.co)"`
+	Threads     int    `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: chosen from the cores free at start; more than the CPUs present is capped with a warning)"`
+	CtxSize     int    `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens that every prompt and its reply must fit, for every backend (default: the model's, at most 8192; script and none: unlimited; openai: unlimited, set it to the server's); refused when its KV cache cannot fit in memory"`
+	BatchSize   int    `envconfig:"TACT_BATCH_SIZE" flag:"batch-size" default:"512" desc:"prompt batch size in tokens (1 to 65536)"`
+	FlashAttn   bool   `envconfig:"TACT_FLASH_ATTENTION" flag:"flash-attention" desc:"use flash attention"`
+	KVCacheType string `envconfig:"TACT_KV_CACHE_TYPE" flag:"kv-cache-type" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
+	GPULayers   int    `envconfig:"TACT_GPU_LAYERS" flag:"gpu-layers" desc:"layers to offload to a GPU backend (0: CPU only)"`
+	LibDir      string `envconfig:"TACT_LIB_DIR" desc:"directory of GPU backend libraries (default: lib/ollama beside the binary's directory)"`
+	RuntimeDir  string `envconfig:"TACT_RUNTIME_DIR" desc:"llama backend: the llama.cpp runtime directory to use, and no other (default: the best one installed under $XDG_DATA_HOME/tact/runtime; see tact runtime)"`
+	RuntimeURL  string `envconfig:"TACT_RUNTIME_URL" desc:"npm registry or mirror that tact runtime install and build download from (default https://registry.npmjs.org)"`
+	// OpenTelemetry (docs/telemetry.md): the OTEL_* variables turn it on;
+	// this bounds the export when the process ends.
+	OTelFlushTimeout time.Duration `envconfig:"TACT_OTEL_FLUSH_TIMEOUT" default:"2s" desc:"with OpenTelemetry on (OTEL_EXPORTER_OTLP_ENDPOINT), bound the export of traces when tact ends; a collector slower than that costs one warning, never the exit code (docs/telemetry.md)"`
+	CPULock          bool          `envconfig:"TACT_CPU_LOCK" default:"true" desc:"take turns on the CPU with other tact processes for model work (false: compete)"`
+	Temperature      float32       `envconfig:"TACT_TEMPERATURE" flag:"temperature" default:"0.2" desc:"sampling temperature, 0 to 10 (0: greedy)"`
+	TopK             int           `envconfig:"TACT_TOP_K" flag:"top-k" default:"40" desc:"top-k sampling (0: off, the whole vocabulary)"`
+	TopP             float32       `envconfig:"TACT_TOP_P" flag:"top-p" default:"0.95" desc:"top-p sampling, above 0 and at most 1 (1: off)"`
+	MinP             float32       `envconfig:"TACT_MIN_P" flag:"min-p" default:"0.05" desc:"min-p sampling, 0 to 1 (0: off)"`
+	Seed             int           `envconfig:"TACT_SEED" flag:"seed" default:"-1" desc:"sampling seed, 0 to 4294967295 (-1: random); fix it for reproducible runs"`
+	Parallel         int           `envconfig:"TACT_PARALLEL" flag:"parallel" default:"1" desc:"queries tact batch runs (requests tact serve answers) at once on one loaded model, each in its own sequence of the context (1 to 64)"`
+	MaxTokens        int           `envconfig:"TACT_MAX_TOKENS" flag:"max-tokens" default:"512" desc:"tokens a single model reply may generate (0: until the context is full)"`
 	// The llama backend's prompt cache (docs/inference.md#prompt-cache).
 	NoPromptCache  bool     `envconfig:"TACT_NO_PROMPT_CACHE" flag:"no-prompt-cache" desc:"llama backend: neither load nor save the KV state of the system prompt and tools in $XDG_CACHE_HOME/tact/kv"`
 	PromptCacheMax ByteSize `envconfig:"TACT_PROMPT_CACHE_MAX" flag:"prompt-cache-max" default:"512MiB" desc:"llama backend: size cap of the prompt cache directory, least recently used files evicted first (bytes, or a number with a unit: 300MB, 1GiB; 0: the cache is off)"`

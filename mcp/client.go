@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"io"
 	"log/slog"
 	"net"
@@ -324,7 +326,18 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (*
 	defer cancel()
 	wctx, unwatch := l.guard.watch(cctx)
 	defer unwatch()
-	res, err := l.sess.CallTool(wctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	params := &sdk.CallToolParams{Name: tool, Arguments: args}
+	// The call carries the caller's trace (W3C traceparent in _meta) when
+	// OpenTelemetry is on: the global propagator is a no-op otherwise.
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	for k, v := range carrier {
+		if params.Meta == nil {
+			params.Meta = sdk.Meta{}
+		}
+		params.Meta[k] = v
+	}
+	res, err := l.sess.CallTool(wctx, params)
 	if err == nil {
 		return res, nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/schema"
+	"github.com/tactcli/tact/telemetry"
 )
 
 // Whole runs as one tool call: tact_run (a query, planned and executed)
@@ -190,6 +191,8 @@ func (s *Server) runHandler(decode func(json.RawMessage) (agent.Job, error)) sdk
 				return s.textResult("cancelled while waiting for a free model sequence", true), nil
 			}
 		}
+		// A client's traceparent in _meta: the run continues its trace.
+		ctx = telemetry.ExtractMeta(ctx, req.Params.Meta)
 		res, err := s.rt.Run(withSession(ctx, req.Session), job)
 		if err != nil {
 			return s.textResult(err.Error(), true), nil

@@ -1,6 +1,7 @@
 package react
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -44,6 +45,10 @@ type Event struct {
 	Type   string
 	Time   time.Time
 	Fields map[string]any
+	// Ctx is the context of the run's caller (run_start's at least): a
+	// sink that continues a trace (package telemetry) finds its parent
+	// there. Never written to the trace.
+	Ctx context.Context
 }
 
 // Decode reads field name into v: the executor's fields are JSON already
@@ -156,7 +161,7 @@ func (r *run) emit(event string, fields map[string]any) {
 		}
 		out[k] = json.RawMessage(r.redactJSON(b))
 	}
-	r.e.Events.Handle(Event{RunID: r.id, Type: event, Time: time.Now(), Fields: out})
+	r.e.Events.Handle(Event{RunID: r.id, Type: event, Time: time.Now(), Fields: out, Ctx: r.ctx})
 }
 
 // redactJSON redacts the strings of a JSON value, keeping it valid JSON.

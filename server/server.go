@@ -26,6 +26,7 @@ import (
 	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/telemetry"
 )
 
 // Config is how the server listens and admits requests.
@@ -238,7 +239,8 @@ const statusClientGone = 499
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ri := &reqInfo{}
-	ctx, cut := context.WithCancel(context.WithValue(r.Context(), infoKey{}, ri))
+	// An incoming traceparent is continued by the request's run (telemetry).
+	ctx, cut := context.WithCancel(context.WithValue(telemetry.Extract(r.Context(), r.Header), infoKey{}, ri))
 	defer cut()
 	r = r.WithContext(ctx)
 	sw := newStatusWriter(w, s.cfg.WriteTimeout, cut)

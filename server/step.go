@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/tactcli/tact/server/stepapi"
+	"github.com/tactcli/tact/telemetry"
 )
 
 // step is POST /api/agent/react_step: one step of a conversation the
@@ -28,6 +29,8 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	ctx, endSpan := telemetry.StartStep(ctx) // a no-op with telemetry off
+	defer endSpan()
 	resp, err := stepapi.Answer(ctx, s.rt, req)
 	if err != nil {
 		s.engineFailed(ctx, w, r, err)

@@ -26,11 +26,14 @@ type batchOptions struct {
 	Args    []string // the queries file, or none or "-" for standard input
 	Ordered bool
 	Plan    string // --plan: a saved plan every line runs with its params
+	// StartBatch opens the span the batch's runs are children of
+	// (telemetry; a no-op when off).
+	StartBatch func(ctx context.Context, parallel int) (context.Context, func())
 }
 
 // newBatchCmd makes tact batch; runF (nil: batchRun) runs it, for tests.
 func newBatchCmd(f *factory, runF func(context.Context, *batchOptions) error) *cobra.Command {
-	o := &batchOptions{IO: f.IO, S: f.Settings, Runtime: f.Runtime}
+	o := &batchOptions{IO: f.IO, S: f.Settings, Runtime: f.Runtime, StartBatch: f.startBatch}
 	cmd := &cobra.Command{
 		Use:   "batch [QUERIES|-]",
 		Short: "Run many queries on one loaded model; one JSON result a line",
@@ -106,6 +109,12 @@ func batchRun(ctx context.Context, o *batchOptions) error {
 	}
 
 	start := time.Now()
+	// The batch's runs are siblings under one span (telemetry on).
+	if o.StartBatch != nil {
+		var endSpan func()
+		ctx, endSpan = o.StartBatch(ctx, s.Parallel)
+		defer endSpan()
+	}
 	// --parallel, at most what the backend serves at once (RunBatch).
 	counts, err := rt.RunBatch(ctx, in, agent.BatchOptions{Name: name, Parallel: s.Parallel, Ordered: o.Ordered, PlanName: o.Plan, PlanData: planData,
 		Progress: func(c agent.BatchCounts) {

@@ -30,6 +30,7 @@ type factory struct {
 	opened bool // Runtime was called (rt or err holds its outcome)
 	rt     *agent.Runtime
 	err    error
+	otel   otel // OpenTelemetry (telemetry.go)
 }
 
 // newFactory loads the settings (never failing: a bad variable is
@@ -75,7 +76,10 @@ func (f *factory) Runtime(ctx context.Context, opts agent.Options) (*agent.Runti
 			then(red)
 		}
 	}
+	f.openTelemetry(ctx)
+	f.withTelemetry(&opts)
 	f.rt, f.err = f.open(ctx, f.Settings, opts)
+	f.telemetryOpened(f.rt)
 	return f.rt, f.err
 }
 
@@ -87,6 +91,8 @@ func (f *factory) Close() error {
 	if !f.opened {
 		f.opened, f.err = true, errFactoryClosed
 	}
+	// The traces go last, within their flush bound: every run has ended.
+	defer f.otel.tel.Shutdown(context.Background())
 	if f.rt == nil {
 		return nil
 	}

@@ -54,6 +54,7 @@ var floors = map[string]place{
 	"runplan":   {runFloor, "a recorded run made into a saved plan"},
 	"runrecord": {runFloor, "the run record: what a job leaves in the history, read back for log, resume, plan --from"},
 	"mcp":       {runFloor, "MCP servers' tools as SERVER.TOOL"},
+	"telemetry": {runFloor, "OpenTelemetry: a run's events as GenAI spans, OTLP export, traceparent"},
 
 	"tools":          {toolFloor, "the tools (each declares its paths, command and side effects), registry, Env"},
 	"policy":         {toolFloor, "rules, the approval gate, prompters, --approve-cmd's approver"},
@@ -88,6 +89,7 @@ var floors = map[string]place{
 	"internal/jqx":          {ground, "jq with bounds"},
 	"internal/jqx/jqxtest":  {ground, "test helpers"},
 	"internal/mcptest":      {ground, "an MCP test server"},
+	"internal/otlptest":     {ground, "a loopback OTLP receiver for tests"},
 	"internal/outfile":      {ground, "-o files"},
 	"internal/procsafe":     {ground, "child process hygiene"},
 	"internal/promptcache":  {ground, "the prompt cache's files"},

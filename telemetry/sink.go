@@ -1,0 +1,369 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tactcli/tact/llm"
+	"github.com/tactcli/tact/react"
+)
+
+// sink turns a run's events into spans: invoke_agent for the run (from
+// run_start to termination), plan around the planner, chat from each
+// model_call to the run's next event, execute_tool from an action to its
+// step. Events of many runs arrive at once (tact batch): runs are kept by id.
+type sink struct {
+	t       *Telemetry
+	mu      sync.Mutex
+	runs    map[string]*runSpans
+	capture bool
+	redact  func(string) string
+	max     int
+}
+
+type runSpans struct {
+	ctx      context.Context // holds the invoke_agent span
+	root     trace.Span
+	plan     trace.Span
+	chat     trace.Span
+	chatEnd  *time.Time // the call ended here (its action began); its usage comes with the step
+	tool     trace.Span
+	toolCtx  context.Context
+	model    string
+	provider string
+	sandbox  string
+}
+
+// provider names the backend as gen_ai.provider.name does.
+func provider(backend string) string {
+	switch backend {
+	case "llama":
+		return "llama.cpp"
+	case "":
+		return "unknown"
+	}
+	return backend
+}
+
+func str(ev react.Event, name string) string {
+	var s string
+	_ = ev.Decode(name, &s)
+	return s
+}
+
+func (s *sink) Handle(ev react.Event) {
+	if ev.Type == react.EventProgress || ev.RunID == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[ev.RunID]
+	if ev.Type == react.EventRunStart {
+		if r == nil {
+			s.start(ev)
+		}
+		return
+	}
+	if r == nil {
+		return
+	}
+	at := trace.WithTimestamp(ev.Time)
+	// A model call lasts until the run's next event. The action it chose
+	// ends it, but its usage comes with the step that records the action.
+	if r.chat != nil && r.chatEnd == nil && ev.Type == react.EventAction {
+		t := ev.Time
+		r.chatEnd = &t
+	} else if ev.Type != react.EventStep && ev.Type != react.EventCompaction && r.chat != nil {
+		s.endChat(r, at)
+	}
+	switch ev.Type {
+	case react.EventPlanning:
+		_, r.plan = s.t.tracer.Start(r.ctx, "plan", at, trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "plan"), attribute.String("gen_ai.provider.name", r.provider)))
+		r.plan.SetAttributes(r.modelAttr()...)
+	case react.EventPlan, react.EventPlanInvalid:
+		span := r.plan
+		if span == nil { // a saved plan (tact exec): no planner
+			span = r.root
+		}
+		if ev.Type == react.EventPlanInvalid {
+			span.AddEvent("plan_invalid", at, trace.WithAttributes(attribute.String("error", str(ev, "error"))))
+			return
+		}
+		var rows []json.RawMessage
+		_ = ev.Decode("plan", &rows)
+		span.SetAttributes(attribute.Int("tact.plan.steps", len(rows)), attribute.String("tact.plan.source", str(ev, "source")))
+		if r.plan != nil {
+			var u llm.Usage
+			if ev.Decode("token_usage", &u) == nil {
+				r.plan.SetAttributes(usage(u)...)
+			}
+			s.content(r.plan, "tact.plan", ev, "plan")
+			r.plan.End(at)
+			r.plan = nil
+		}
+	case react.EventExecuteStart:
+		if r.plan != nil {
+			r.plan.End(at)
+			r.plan = nil
+		}
+	case react.EventModelCall:
+		name := "chat"
+		if r.model != "" {
+			name += " " + r.model
+		}
+		var n struct {
+			Kind       string `json:"kind"`
+			Prompt     int    `json:"prompt_tokens"`
+			MaxTokens  int    `json:"max_tokens"`
+			ContextLen int    `json:"context_size"`
+		}
+		_ = ev.Decode("kind", &n.Kind)
+		_ = ev.Decode("prompt_tokens", &n.Prompt)
+		_ = ev.Decode("max_tokens", &n.MaxTokens)
+		_, r.chat = s.t.tracer.Start(r.ctx, name, at, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", r.provider), attribute.Int("gen_ai.request.max_tokens", n.MaxTokens),
+			attribute.String("tact.call.kind", n.Kind), attribute.Int("tact.prompt.counted_tokens", n.Prompt)))
+		r.chat.SetAttributes(r.modelAttr()...)
+	case react.EventAction:
+		s.endTool(r, at)
+		tool := str(ev, "tool")
+		class := ""
+		if s.t.toolClass != nil {
+			class = s.t.toolClass(tool)
+		}
+		r.toolCtx, r.tool = s.t.tracer.Start(r.ctx, "execute_tool "+tool, at, trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", tool),
+			attribute.String("gen_ai.tool.type", "function"), attribute.String("tact.tool.class", class),
+			attribute.String("tact.tool.source", str(ev, "source")), attribute.String("tact.sandbox.mode", r.sandbox)))
+		s.content(r.tool, "gen_ai.tool.call.arguments", ev, "args")
+	case react.EventDenied:
+		if r.tool != nil {
+			d := str(ev, "decision")
+			r.tool.SetAttributes(attribute.String("tact.tool.decision", d), attribute.String("tact.tool.decided_by", decidedBy(d)))
+			r.tool.SetStatus(codes.Error, "denied")
+		}
+	case react.EventStep:
+		s.step(r, ev, at)
+	case react.EventCompaction:
+		var u llm.Usage
+		if ev.Decode("token_usage", &u) == nil && r.chat != nil {
+			r.chat.SetAttributes(usage(u)...)
+		}
+		if r.chat != nil {
+			s.endChat(r, at)
+		}
+		r.root.AddEvent("compaction", at)
+	case react.EventHook:
+		span := r.tool
+		if span == nil {
+			span = r.root
+		}
+		span.AddEvent("hook", at, trace.WithAttributes(attribute.String("tact.hook.event", str(ev, "hook_event")),
+			attribute.String("tact.hook.decision", str(ev, "decision"))))
+	case react.EventSkip, react.EventInvalidAction, react.EventReplanRequest, react.EventReplan, react.EventReplanFailed, react.EventFallback:
+		r.root.AddEvent(ev.Type, at, trace.WithAttributes(attribute.String("tact.reason", str(ev, "skip_reason")+str(ev, "reason")+str(ev, "trigger"))))
+	case react.EventTermination:
+		s.end(ev.RunID, r, ev)
+	}
+}
+
+// start opens a run's invoke_agent span under the trace its context holds
+// (a batch, an incoming traceparent), else a new trace.
+func (s *sink) start(ev react.Event) {
+	parent := ev.Ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	var sb struct {
+		Mode string `json:"mode"`
+	}
+	_ = ev.Decode("sandbox", &sb)
+	r := &runSpans{model: s.t.model, provider: provider(str(ev, "backend")), sandbox: sb.Mode}
+	r.ctx, r.root = s.t.tracer.Start(parent, "invoke_agent tact", trace.WithTimestamp(ev.Time), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", "tact"),
+		attribute.String("gen_ai.conversation.id", ev.RunID), attribute.String("gen_ai.provider.name", r.provider), attribute.String("tact.mode", str(ev, "mode")),
+		attribute.String("tact.sandbox.mode", r.sandbox)))
+	r.root.SetAttributes(r.modelAttr()...)
+	s.content(r.root, "gen_ai.user.message", ev, "query")
+	s.runs[ev.RunID] = r
+}
+
+// modelAttr is gen_ai.request.model when the run names its model.
+func (r *runSpans) modelAttr() []attribute.KeyValue {
+	if r.model == "" {
+		return nil
+	}
+	return []attribute.KeyValue{attribute.String("gen_ai.request.model", r.model)}
+}
+
+// step ends the model call that chose it (with its usage) and the tool
+// call it records.
+func (s *sink) step(r *runSpans, ev react.Event, at trace.SpanEventOption) {
+	var st react.StepTrace
+	_ = ev.Decode("step", &st)
+	if r.chat != nil {
+		if st.Source == "model" {
+			r.chat.SetAttributes(usage(st.TokenUsage)...)
+		}
+		s.endChat(r, at)
+	}
+	if r.tool == nil {
+		if st.SkipReason != "" {
+			r.root.AddEvent("skip", at, trace.WithAttributes(attribute.String("tact.reason", st.SkipReason)))
+		}
+		return
+	}
+	r.tool.SetAttributes(attribute.Int("tact.tool.exit_code", st.ExitCode), attribute.Int("tact.tool.output_bytes", len(st.Observation)))
+	if st.Decision == "" {
+		// The gate was not asked: a read tool, or a step allowed by its
+		// class (the policy's rule).
+		st.Decision = "allow"
+	}
+	r.tool.SetAttributes(attribute.String("tact.tool.decision", st.Decision), attribute.String("tact.tool.decided_by", decidedBy(st.Decision)))
+	if st.Error != "" || st.ExitCode != 0 {
+		r.tool.SetStatus(codes.Error, "exit "+itoa(st.ExitCode))
+	}
+	if s.capture {
+		r.tool.AddEvent("gen_ai.tool.result", trace.WithAttributes(attribute.String("content", s.cut(st.Observation))))
+	}
+	s.endTool(r, at)
+}
+
+// endChat ends the open model call, where its action began if it chose one.
+func (s *sink) endChat(r *runSpans, at trace.SpanEventOption) {
+	if r.chatEnd != nil {
+		at = trace.WithTimestamp(*r.chatEnd)
+	}
+	r.chat.End(at)
+	r.chat, r.chatEnd = nil, nil
+}
+
+func (s *sink) endTool(r *runSpans, at trace.SpanEventOption) {
+	if r.tool != nil {
+		r.tool.End(at)
+		r.tool, r.toolCtx = nil, nil
+	}
+}
+
+// end closes a run's spans with its outcome: termination reason, exit
+// code, the budgets used and the run's token totals.
+func (s *sink) end(id string, r *runSpans, ev react.Event) {
+	at := trace.WithTimestamp(ev.Time)
+	s.endTool(r, at)
+	if r.plan != nil {
+		r.plan.End(at)
+	}
+	var f struct {
+		Reason  string    `json:"reason"`
+		Success bool      `json:"success"`
+		Exit    int       `json:"exit_code"`
+		Usage   llm.Usage `json:"token_usage"`
+		State   *react.State
+		MS      int64 `json:"execution_time_ms"`
+	}
+	_ = ev.Decode("reason", &f.Reason)
+	_ = ev.Decode("success", &f.Success)
+	_ = ev.Decode("exit_code", &f.Exit)
+	_ = ev.Decode("token_usage", &f.Usage)
+	attrs := append(usage(f.Usage), attribute.String("tact.termination_reason", f.Reason),
+		attribute.Int("tact.exit_code", f.Exit), attribute.Bool("tact.success", f.Success))
+	var st react.State
+	if _, ok := ev.Fields["state"]; ok && ev.Decode("state", &st) == nil {
+		attrs = append(attrs, attribute.Int("tact.budget.steps_used", st.Attempts), attribute.Int("tact.budget.max_steps", st.MaxSteps),
+			attribute.Int("tact.replans", st.Replans), attribute.Int("tact.compactions", st.Compactions))
+	}
+	r.root.SetAttributes(attrs...)
+	if !f.Success {
+		r.root.SetStatus(codes.Error, f.Reason)
+	}
+	if s.capture {
+		if _, ok := ev.Fields["final_answer"]; ok {
+			r.root.AddEvent("gen_ai.assistant.message", trace.WithAttributes(attribute.String("content", s.cut(str(ev, "final_answer")))))
+		}
+	}
+	r.root.End(at)
+	delete(s.runs, id)
+}
+
+// endAll ends the spans of runs that never terminated (the process is
+// ending), so they are exported.
+func (s *sink) endAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, r := range s.runs {
+		for _, sp := range []trace.Span{r.chat, r.tool, r.plan} {
+			if sp != nil {
+				sp.End()
+			}
+		}
+		r.root.SetStatus(codes.Error, "not finished")
+		r.root.End()
+		delete(s.runs, id)
+	}
+}
+
+// content adds field's text as a span event, only when content capture is
+// on, redacted and cut.
+func (s *sink) content(span trace.Span, name string, ev react.Event, field string) {
+	if !s.capture {
+		return
+	}
+	var text string
+	if ev.Decode(field, &text) != nil {
+		raw, _ := json.Marshal(ev.Fields[field])
+		if rm, ok := ev.Fields[field].(json.RawMessage); ok {
+			raw = rm
+		}
+		text = string(raw)
+	}
+	span.AddEvent(name, trace.WithAttributes(attribute.String("content", s.cut(text))))
+}
+
+func (s *sink) cut(text string) string {
+	if s.redact != nil {
+		text = s.redact(text)
+	}
+	if len(text) > s.max {
+		text = strings.ToValidUTF8(text[:s.max], "") + " [cut]"
+	}
+	return text
+}
+
+// usage is a llm.Usage in the GenAI attributes: input tokens are all the
+// prompt's (evaluated and reused), cache_read the reused ones.
+func usage(u llm.Usage) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attribute.Int("gen_ai.usage.input_tokens", u.PromptTokens+u.CachedTokens),
+		attribute.Int("gen_ai.usage.output_tokens", u.CompletionTokens),
+		attribute.Int("gen_ai.usage.cache_read.input_tokens", u.CachedTokens),
+		attribute.Int("tact.usage.prompt_tokens", u.PromptTokens),
+	}
+}
+
+// decidedBy says who made a gate decision: a rule (policy, --yes,
+// read-only), a hook, or a person or --approve-cmd.
+func decidedBy(decision string) string {
+	d := strings.TrimPrefix(decision, "dry_run:")
+	switch {
+	case strings.Contains(d, "hook"):
+		return "hook"
+	case d == "approved" || d == "rejected" || d == "approved_always":
+		return "approver"
+	case d == "":
+		return ""
+	}
+	return "rule"
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

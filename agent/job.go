@@ -74,6 +74,9 @@ type Resume struct {
 	// again with the job's query and plan.
 	Checkpoint []byte
 	Budget     react.Budget
+	// Answer, when set, is the answer a paused run (needs_input) waits
+	// for: the checkpoint's pending call gets it (tact answer).
+	Answer *react.Answer
 }
 
 // Plan makes a plan for job.Query and returns it with the planning call's
@@ -267,7 +270,13 @@ func (rt *Runtime) resume(ctx context.Context, l *life, job Job) (*react.Result,
 	defer cancel()
 	ex := rt.executor(l, nil, llm.Usage{})
 	l.rec.Begin(cp.Query, cp.Plan)
-	res, err := ex.Resume(ctx, l.id, &cp, job.Resume.Budget)
+	var res *react.Result
+	var err error
+	if a := job.Resume.Answer; a != nil {
+		res, err = ex.ResumeAnswer(ctx, l.id, &cp, *a)
+	} else {
+		res, err = ex.Resume(ctx, l.id, &cp, job.Resume.Budget)
+	}
 	if err != nil {
 		return nil, badInputf("run %s: %v", job.Resume.From, err)
 	}
@@ -297,6 +306,7 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 	if rt.noModel == nil {
 		ex.Planner = l.planner()
 	}
+	ex.Asker = rt.asker
 	if l.rec != nil {
 		ex.OnCheckpoint = func(_ string, cp react.Checkpoint) { l.rec.Checkpoint(cp) }
 	}

@@ -73,6 +73,8 @@ type Runtime struct {
 	Backend  llm.Backend    // redacts every prompt (llm.Redacting): the planner, the executor, Warm and Complete call through it
 	Info     map[string]any // backend and model, for plan headers and traces (Model().Header())
 	Registry *tools.Registry
+	// asker asks ask_user's questions at the terminal (nil: a run pauses).
+	asker    react.Asker
 	Redactor *redact.Redactor
 	Env      *tools.Env
 
@@ -177,6 +179,10 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 		return rt, badInput(err)
 	}
 	rt.Registry = tools.DefaultRegistry()
+	if !s.NoAsk {
+		// ask_user is on unless --no-ask: a run may ask its user.
+		rt.Registry = tools.NewRegistry(append(tools.Builtins(), tools.AskUserTool{})...)
+	}
 	if len(mcpConfig.Servers) > 0 {
 		rt.mcp = mcp.Start(ctx, mcpConfig, opts.MCPServers, mcp.Options{ClientVersion: buildinfo.Version, Log: slog.Default()})
 		rt.Registry = rt.mcp.Registry(rt.Registry)
@@ -202,6 +208,7 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 			Dir: rt.Env.Workspace, Log: slog.Default()})
 	}
 	rt.gate = rt.NewGate(opts.Prompter)
+	rt.asker = askerOf(opts.Prompter)
 	plannerTools := s.AllowTools
 	if len(plannerTools) == 0 {
 		plannerTools = rt.Registry.Names()

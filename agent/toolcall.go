@@ -24,7 +24,8 @@ import (
 func (rt *Runtime) NewGate(prompter policy.Prompter) tools.Gate {
 	s := rt.S
 	return policy.NewGate(policy.GateOptions{Policy: rt.policy, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
-		DryRun: s.DryRun, Prompter: prompter, Approver: rt.approver, Redactor: rt.Redactor, Log: slog.Default()})
+		DryRun: s.DryRun, Prompter: prompter, Approver: rt.approver, Redactor: rt.Redactor, Log: slog.Default(),
+		PauseUnattended: s.OnApproval == "pause"})
 }
 
 // ToolCall is one tool call outside a run (tact mcp serve's tools/call).

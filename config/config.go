@@ -114,6 +114,8 @@ type Settings struct {
 
 	// Safety.
 	NoInput     bool          `envconfig:"TACT_NO_INPUT" flag:"no-input" desc:"never prompt, even on a terminal"`
+	NoAsk       bool          `envconfig:"TACT_NO_ASK" flag:"no-ask" desc:"do not offer the ask_user tool (the model cannot ask you a question)"`
+	OnApproval  string        `envconfig:"TACT_ON_APPROVAL" flag:"on-approval" default:"deny" desc:"an approval that no rule, hook or approver decided and no terminal can answer: deny, or pause (exit 12 needs_input; tact answer continues)"`
 	Yes         bool          `envconfig:"TACT_YES" flag:"yes" desc:"approve write/exec actions that no deny rule forbids"`
 	Policy      string        `envconfig:"TACT_POLICY" flag:"policy" desc:"policy file (default $XDG_CONFIG_HOME/tact/policy.json)"`
 	MCPConfig   string        `envconfig:"TACT_MCP_CONFIG" flag:"mcp-config" desc:"MCP servers file (default $XDG_CONFIG_HOME/tact/mcp.json)"`
@@ -463,6 +465,12 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		case "", "json_schema", "json_object", "json_schema_field", "none":
 		default:
 			return "want json_schema, json_object, json_schema_field or none", s.SchemaMode
+		}
+	case "OnApproval":
+		switch s.OnApproval {
+		case "", "deny", "pause":
+		default:
+			return "must be deny or pause", s.OnApproval
 		}
 	case "Retries":
 		return between(s.Retries, 0, MaxRetries)

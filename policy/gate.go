@@ -50,6 +50,10 @@ type GateOptions struct {
 	// approver are shown.
 	Redactor *redact.Redactor
 	Log      *slog.Logger
+	// PauseUnattended: a call that would be denied as unattended gets
+	// tools.DecisionNeedsInput instead, and the run pauses for an answer
+	// (--on-approval pause).
+	PauseUnattended bool
 }
 
 type policyGate struct {
@@ -162,6 +166,9 @@ func (g *policyGate) decide(env *tools.Env, c tools.Call) (v tools.Verdict, ask 
 	}
 	if g.o.Prompter != nil || g.o.Approver != nil {
 		return tools.Verdict{}, true
+	}
+	if g.o.PauseUnattended && !g.o.DryRun {
+		return tools.Verdict{Decision: tools.DecisionNeedsInput, Reason: g.o.Redactor.Redact(DescribeCall(env, c)) + "Run this?"}, false
 	}
 	reason := ReasonUnattended
 	if why := unanalysable(env, c); why != "" {

@@ -48,6 +48,9 @@ type Checkpoint struct {
 	LastKey         string `json:"last_key,omitempty"`
 	SameInRow       int    `json:"same_in_row,omitempty"`
 	ReadsInRow      int    `json:"reads_in_row,omitempty"`
+
+	// Pending is the call a paused run (ReasonNeedsInput) waits on.
+	Pending *Pending `json:"pending,omitempty"`
 }
 
 // CheckpointMessage is one message of the model's view.

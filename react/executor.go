@@ -50,6 +50,9 @@ type Options struct {
 	// Files are the user's context files (tact run -f), shown in the task
 	// message after the query, each cut to its share of the window.
 	Files []ContextFile
+	// Asker asks ask_user's questions inline (a terminal); nil: the run
+	// pauses for them (ReasonNeedsInput).
+	Asker Asker
 }
 
 // Replanner makes a new plan from the transcript so far.
@@ -160,6 +163,7 @@ type run struct {
 	// only grow: each is redacted once, not at every step).
 	cpRecords []CheckpointRecord
 	resumed   bool // the run goes on from a checkpoint (Resume)
+	answer    *answered // the pending call's answer (ResumeAnswer)
 	// stopSentBack counts final answers a Stop hook sent back; stopReason
 	// is the last one's reason, for the budget's message.
 	stopSentBack int

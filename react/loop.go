@@ -42,6 +42,9 @@ func (r *run) main() {
 		r.forceModel = true
 		r.askReason = "Choose the first action."
 	}
+	if r.answer != nil {
+		r.applyAnswer()
+	}
 
 	for r.res.TerminationReason == "" {
 		r.saveCheckpoint()

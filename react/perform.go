@@ -35,6 +35,9 @@ type step struct {
 	// held: the call does not run; result stands in for its run (a
 	// block, a denial, a dry run's note).
 	held bool
+	// needsInput: nobody decided the approval; the run pauses for it.
+	needsInput       bool
+	approvalQuestion string
 
 	// execute: the tool's result (or guard's stand-in) and whether it ran.
 	result tools.Result
@@ -62,6 +65,13 @@ func (r *run) perform(act Action, source string, usage llm.Usage) {
 		return
 	}
 	r.guard(s)
+	switch {
+	case s.needsInput:
+		r.pause(s, Question{Kind: KindApproval, Question: s.approvalQuestion})
+		return
+	case s.act.Tool == tools.AskUser && !s.held && !r.ask(s):
+		return
+	}
 	if !r.execute(s) {
 		return
 	}
@@ -213,6 +223,9 @@ func (r *run) guard(s *step) {
 			}
 			s.hold(tools.Result{Output: fmt.Sprintf("[%s] %s", act.Tool, why)})
 			s.decision = "dry_run:" + v.Decision
+		case !v.Allowed && v.Decision == tools.DecisionNeedsInput:
+			s.needsInput = true
+			s.approvalQuestion = v.Reason
 		case !v.Allowed:
 			reason := v.Reason
 			if !strings.HasPrefix(reason, "denied by") {

@@ -31,11 +31,14 @@ const (
 	// ReasonInvalidAnswer: under a --schema, the final answer (a planned
 	// one, its fill, or the fallback at a budget's end) does not validate.
 	ReasonInvalidAnswer Reason = "invalid_answer"
+	// ReasonNeedsInput: the run paused for a person's answer (an ask_user
+	// question, or an approval nobody could give); tact answer goes on.
+	ReasonNeedsInput Reason = "needs_input"
 )
 
 // Reasons lists every termination reason (tact log --reason accepts them).
 var Reasons = []Reason{ReasonSuccess, ReasonFailure, ReasonMaxIterations, ReasonStalled, ReasonTokenBudget,
-	ReasonTimeout, ReasonCustom, ReasonCancelled, ReasonError, ReasonInvalidAnswer}
+	ReasonTimeout, ReasonCustom, ReasonCancelled, ReasonError, ReasonInvalidAnswer, ReasonNeedsInput}
 
 // ExitCode is the process exit code for r.
 func (r Reason) ExitCode() int {
@@ -56,6 +59,8 @@ func (r Reason) ExitCode() int {
 		return 8
 	case ReasonInvalidAnswer:
 		return 11
+	case ReasonNeedsInput:
+		return 12
 	case ReasonCancelled:
 		return 130
 	default:
@@ -151,6 +156,8 @@ type Result struct {
 	// AnswerError is why the answer did not validate against the answer
 	// schema (reason invalid_answer).
 	AnswerError string `json:"answer_error,omitempty"`
+	// Question is what a paused run (needs_input) waits for.
+	Question *Question `json:"question,omitempty"`
 	// Hooks are the RunStart hook programs that ran; each step lists its own.
 	Hooks []hooks.Run `json:"hooks,omitempty"`
 

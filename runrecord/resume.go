@@ -29,6 +29,9 @@ func Resumable(rec history.Record) error {
 	if rec.Reason == string(react.ReasonSuccess) {
 		return inputErrorf("run %s succeeded: there is nothing to resume (tact run --continue=%s asks a follow-up)", rec.ID, rec.ID)
 	}
+	if rec.Reason == string(react.ReasonNeedsInput) {
+		return inputErrorf("run %s waits for an answer: tact answer %s", rec.ID, rec.ID)
+	}
 	return nil
 }
 

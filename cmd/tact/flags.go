@@ -161,6 +161,8 @@ func (v invertedBool) Type() string { return "bool" }
 func addSafetyFlags(f *pflag.FlagSet, s *config.Settings) {
 	defer helpGroup(f, "Safety: approval, policy, sandbox")()
 	f.BoolVar(&s.NoInput, "no-input", s.NoInput, "never prompt, even on a terminal")
+	f.BoolVar(&s.NoAsk, "no-ask", s.NoAsk, "do not offer the ask_user tool (the model cannot ask you a question)")
+	f.StringVar(&s.OnApproval, "on-approval", s.OnApproval, "an approval nobody can answer now: deny, or pause (exit 12 needs_input; tact answer continues)")
 	f.BoolVarP(&s.Yes, "yes", "y", s.Yes, "approve write/exec actions no deny rule forbids")
 	f.StringVar(&s.Policy, "policy", s.Policy, "policy `FILE` (default $XDG_CONFIG_HOME/tact/policy.json)")
 	f.BoolVar(&s.ReadOnly, "read-only", s.ReadOnly, "allow read tools only")

@@ -56,6 +56,7 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 		newRunCmd(f, nil),
 		newPlanCmd(f, nil),
 		newExecCmd(f, nil),
+		newAnswerCmd(f),
 		newBatchCmd(f, nil),
 		newChatCmd(f, nil),
 		newServeCmd(f, nil),

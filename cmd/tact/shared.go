@@ -18,6 +18,7 @@ import (
 	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/runrecord"
 	"golang.org/x/term"
 )
 
@@ -111,6 +112,14 @@ func runJob(ctx context.Context, ios *iostreams, s *config.Settings, runtime run
 // resultBytes is what stdout gets of a result: the final answer, or with
 // --json the whole result; secrets never reach it.
 func resultBytes(asJSON bool, res *react.Result, red *redact.Redactor) ([]byte, error) {
+	if !asJSON && res.TerminationReason == react.ReasonNeedsInput {
+		// A paused run prints what it waits for, one JSON object.
+		b, err := text.JSON(runrecord.Pause(res))
+		if err != nil {
+			return nil, err
+		}
+		return append(red.RedactJSON(b), '\n'), nil
+	}
 	if asJSON {
 		b, err := text.JSON(res)
 		if err != nil {

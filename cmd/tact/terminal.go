@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/tactcli/tact/agent"
 	"github.com/tactcli/tact/cmd/tact/render"
 	"github.com/tactcli/tact/policy"
 	"golang.org/x/term"
@@ -93,4 +94,14 @@ func setInterruptHook(f func()) {
 		return
 	}
 	interruptHook.Store(&f)
+}
+
+// AskText reads ask_user's free-text answer when the prompter can.
+func (q *pausing) AskText(ctx context.Context, question string) (string, error) {
+	t, ok := q.p.(agent.TextAsker)
+	if !ok {
+		return "", errors.New("this terminal takes only chosen answers")
+	}
+	defer q.r.Pause()()
+	return t.AskText(ctx, question)
 }

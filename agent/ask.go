@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/history"
+	"github.com/tactcli/tact/policy"
+	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/runrecord"
+)
+
+// TextAsker is a Prompter that can also read a free-text answer (the
+// terminal's): ask_user without options needs one.
+type TextAsker interface {
+	AskText(ctx context.Context, question string) (string, error)
+}
+
+// askerOf asks ask_user's questions through p, the terminal's prompter;
+// nil (no terminal) makes a run pause for them.
+func askerOf(p policy.Prompter) react.Asker {
+	if p == nil {
+		return nil
+	}
+	return func(ctx context.Context, question string, options []string) (string, error) {
+		if len(options) > 0 {
+			return p.Ask(ctx, question, options)
+		}
+		if t, ok := p.(TextAsker); ok {
+			return t.AskText(ctx, question)
+		}
+		return "", errors.New("this terminal takes only chosen answers")
+	}
+}
+
+// AnswerJob is the job that goes on with paused run ref (an id, a unique
+// prefix, or last) with the answer in: the run's settings come back into
+// s as for ResumeJob; a run that is not paused, was answered already, or
+// whose workspace is gone is refused, and so is an answer that does not
+// fit the question (the run stays paused).
+func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord.AnswerInput, given func(flag string) bool) (Job, error) {
+	b, rec, err := runrecord.OpenRunIn(ctx, history.DefaultPath, ref, s.Workspace, "answer")
+	if err != nil {
+		return Job{}, err
+	}
+	defer b.Close()
+	if err := b.Paused(ctx, rec); err != nil {
+		return Job{}, err
+	}
+	if err := s.Restore([]byte(rec.Settings), ResumedSettings, func(field string) bool { return given(config.Flag(field)) }); err != nil {
+		return Job{}, badInputf("run %s: %v", rec.ID, err)
+	}
+	if !given("workspace") {
+		s.Workspace = rec.Workspace
+	}
+	if fi, err := os.Stat(s.Workspace); err != nil || !fi.IsDir() {
+		return Job{}, badInputf("run %s cannot be answered: its workspace %s is gone", rec.ID, s.Workspace)
+	}
+	r, err := b.Resumption(ctx, rec)
+	if err != nil {
+		return Job{}, err
+	}
+	p, err := runrecord.PendingOf(rec.ID, r.Checkpoint)
+	if err != nil {
+		return Job{}, err
+	}
+	a, err := runrecord.MakeAnswer(p.Question, in)
+	if err != nil {
+		return Job{}, err
+	}
+	return Job{Query: rec.Query, Resume: &Resume{From: rec.ID, Checkpoint: r.Checkpoint, Budget: react.BudgetKept, Answer: &a}}, nil
+}

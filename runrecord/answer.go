@@ -1,0 +1,151 @@
+package runrecord
+
+// Paused runs (reason needs_input) and their answers: what tact answer
+// checks, what it makes of the answer, and the object a pause prints.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tactcli/tact/history"
+	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/schema"
+)
+
+// AnswerInput is tact answer's answer as given: free text, a JSON value
+// (--value), or an approval's --approve, --always or --deny.
+type AnswerInput struct {
+	Text                  string
+	Value                 json.RawMessage
+	HasText               bool
+	Approve, Always, Deny bool
+}
+
+// Paused checks that rec waits for an answer nobody gave yet.
+func (b *Book) Paused(ctx context.Context, rec history.Record) error {
+	if rec.Reason != string(react.ReasonNeedsInput) {
+		why := rec.Reason
+		if why == "" {
+			why = "not ended"
+		}
+		return inputErrorf("run %s is not waiting for an answer (it ended: %s)", rec.ID, why)
+	}
+	by, err := b.st.ResumedBy(ctx, rec.ID)
+	if err != nil {
+		return inputErrorf("run history: %v", err)
+	}
+	if by != "" {
+		return inputErrorf("run %s was answered already: run %s goes on with it (tact log show %s)", rec.ID, by, by)
+	}
+	return nil
+}
+
+// PendingOf reads the call a paused run's checkpoint waits on.
+func PendingOf(runID string, checkpoint []byte) (*react.Pending, error) {
+	var cp struct {
+		Pending *react.Pending `json:"pending"`
+	}
+	if len(checkpoint) == 0 || json.Unmarshal(checkpoint, &cp) != nil || cp.Pending == nil {
+		return nil, inputErrorf("run %s: its checkpoint holds no question", runID)
+	}
+	return cp.Pending, nil
+}
+
+// MakeAnswer checks in against the question q and makes it the pending
+// call's outcome: a question takes text or a value (validated against its
+// schema; one of its options when it has them), an approval takes
+// --approve, --always or --deny. A bad answer is an InputError.
+func MakeAnswer(q react.Question, in AnswerInput) (react.Answer, error) {
+	flags := 0
+	for _, f := range []bool{in.HasText, in.Value != nil, in.Approve, in.Always, in.Deny} {
+		if f {
+			flags++
+		}
+	}
+	if flags != 1 {
+		return react.Answer{}, inputErrorf("give one answer: TEXT, --value JSON, --approve, --always or --deny")
+	}
+	if q.Kind == react.KindApproval {
+		switch {
+		case in.Approve:
+			return react.Answer{Approve: true}, nil
+		case in.Always:
+			return react.Answer{Approve: true, Always: true}, nil
+		case in.Deny:
+			return react.Answer{Deny: "denied by user: tact answer --deny"}, nil
+		}
+		return react.Answer{}, inputErrorf("this run waits for an approval: answer --approve, --always or --deny")
+	}
+	if in.Approve || in.Always || in.Deny {
+		return react.Answer{}, inputErrorf("this run waits for an answer to a question, not an approval: give TEXT or --value JSON")
+	}
+	text := in.Text
+	if in.Value != nil {
+		if !json.Valid(in.Value) {
+			return react.Answer{}, inputErrorf("--value: not valid JSON")
+		}
+		text = string(in.Value)
+	}
+	if strings.TrimSpace(text) == "" {
+		return react.Answer{}, inputErrorf("the answer is empty")
+	}
+	if len(q.Options) > 0 && in.Value == nil {
+		found := false
+		for _, o := range q.Options {
+			if strings.EqualFold(strings.TrimSpace(text), o) {
+				text, found = o, true
+				break
+			}
+		}
+		if !found {
+			return react.Answer{}, inputErrorf("the answer must be one of: %s", strings.Join(q.Options, ", "))
+		}
+	}
+	if len(q.Schema) > 0 {
+		value := []byte(text)
+		if in.Value == nil && !json.Valid(value) {
+			// Free text stands for a JSON string.
+			value, _ = json.Marshal(text)
+		}
+		checked, err := schema.CheckAnswer(q.Schema, value)
+		if err != nil {
+			return react.Answer{}, inputErrorf("the answer does not validate against the question's schema: %v", err)
+		}
+		text = string(checked)
+	}
+	return react.Answer{Text: text}, nil
+}
+
+// PauseDoc is the one JSON object a paused run prints on stdout: what it
+// waits for and the command that answers it.
+type PauseDoc struct {
+	RunID    string          `json:"run_id"`
+	Status   string          `json:"status"`
+	Kind     string          `json:"kind"`
+	Question string          `json:"question"`
+	Options  []string        `json:"options,omitempty"`
+	Schema   json.RawMessage `json:"schema,omitempty"`
+	Call     *react.ToolCall `json:"call,omitempty"`
+	Answer   string          `json:"answer_with"`
+}
+
+// Pause is res's PauseDoc (res ended with needs_input); its texts are
+// redacted already (react.Question).
+func Pause(res *react.Result) PauseDoc {
+	q := react.Question{}
+	if res.Question != nil {
+		q = *res.Question
+	}
+	d := PauseDoc{RunID: res.RunID, Status: string(react.ReasonNeedsInput), Kind: q.Kind, Question: q.Question, Options: q.Options, Schema: q.Schema, Call: q.Call}
+	switch {
+	case q.Kind == react.KindApproval:
+		d.Answer = fmt.Sprintf("tact answer %s --approve|--always|--deny", res.RunID)
+	case len(q.Schema) > 0:
+		d.Answer = fmt.Sprintf("tact answer %s --value JSON", res.RunID)
+	default:
+		d.Answer = fmt.Sprintf("tact answer %s TEXT", res.RunID)
+	}
+	return d
+}

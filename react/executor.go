@@ -162,7 +162,7 @@ type run struct {
 	// cpRecords are the records redacted for checkpoints so far (records
 	// only grow: each is redacted once, not at every step).
 	cpRecords []CheckpointRecord
-	resumed   bool // the run goes on from a checkpoint (Resume)
+	resumed   bool      // the run goes on from a checkpoint (Resume)
 	answer    *answered // the pending call's answer (ResumeAnswer)
 	// stopSentBack counts final answers a Stop hook sent back; stopReason
 	// is the last one's reason, for the budget's message.

@@ -30,6 +30,7 @@ func (AskUserTool) Description() string {
 }
 func (AskUserTool) Class() Class            { return ClassRead }
 func (AskUserTool) Schema() json.RawMessage { return askUserSchema }
+func (AskUserTool) Declare() Decl           { return Decl{} }
 
 // ErrNobodyToAsk is ask_user's error where no person can be asked.
 var ErrNobodyToAsk = errors.New("ask_user: nobody can be asked in this run")

@@ -12,7 +12,9 @@ import (
 func TestMakeAnswer(t *testing.T) {
 	port := json.RawMessage(`{"type":"object","properties":{"port":{"type":"integer"}},"required":["port"]}`)
 	str := json.RawMessage(`{"type":"string","minLength":3}`)
-	q := func(opts ...string) react.Question { return react.Question{Kind: react.KindQuestion, Question: "q?", Options: opts} }
+	q := func(opts ...string) react.Question {
+		return react.Question{Kind: react.KindQuestion, Question: "q?", Options: opts}
+	}
 	appr := react.Question{Kind: react.KindApproval, Question: "run?"}
 	cases := []struct {
 		name string

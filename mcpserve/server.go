@@ -96,11 +96,12 @@ func (s *Server) SDK() *sdk.Server { return s.sdk }
 
 // BuiltinTools are the tools the server offers under their own names: the
 // built-in ones (an MCP server's SERVER.TOOL is its own server's to offer),
-// without final_answer, narrowed to --allow-tools when given.
+// without final_answer and ask_user (a run's to answer, not a client's
+// to call), narrowed to --allow-tools when given.
 func BuiltinTools(rt *agent.Runtime) []tools.Tool {
 	var out []tools.Tool
 	for _, t := range rt.Registry.List() {
-		if _, ok := t.(*mcp.Tool); ok || t.Name() == tools.FinalAnswer {
+		if _, ok := t.(*mcp.Tool); ok || t.Name() == tools.FinalAnswer || t.Name() == tools.AskUser {
 			continue
 		}
 		if len(rt.S.AllowTools) > 0 && !slices.Contains(rt.S.AllowTools, t.Name()) {

@@ -46,8 +46,16 @@ func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord
 		return Job{}, err
 	}
 	defer b.Close()
-	if err := b.Paused(ctx, rec); err != nil {
+	r, err := b.Resumption(ctx, rec)
+	if err != nil {
 		return Job{}, err
+	}
+	p, perr := runrecord.PendingOf(rec.ID, r.Checkpoint)
+	if err := b.Paused(ctx, rec, perr == nil); err != nil {
+		return Job{}, err
+	}
+	if perr != nil {
+		return Job{}, perr
 	}
 	if err := s.Restore([]byte(rec.Settings), ResumedSettings, func(field string) bool { return given(config.Flag(field)) }); err != nil {
 		return Job{}, badInputf("run %s: %v", rec.ID, err)
@@ -57,14 +65,6 @@ func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord
 	}
 	if fi, err := os.Stat(s.Workspace); err != nil || !fi.IsDir() {
 		return Job{}, badInputf("run %s cannot be answered: its workspace %s is gone", rec.ID, s.Workspace)
-	}
-	r, err := b.Resumption(ctx, rec)
-	if err != nil {
-		return Job{}, err
-	}
-	p, err := runrecord.PendingOf(rec.ID, r.Checkpoint)
-	if err != nil {
-		return Job{}, err
 	}
 	a, err := runrecord.MakeAnswer(p.Question, in)
 	if err != nil {

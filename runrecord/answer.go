@@ -23,9 +23,12 @@ type AnswerInput struct {
 	Approve, Always, Deny bool
 }
 
-// Paused checks that rec waits for an answer nobody gave yet.
-func (b *Book) Paused(ctx context.Context, rec history.Record) error {
-	if rec.Reason != string(react.ReasonNeedsInput) {
+// Paused checks that rec waits for an answer nobody gave yet. pending
+// says its checkpoint holds a waiting call: a run killed after it paused,
+// before its end was recorded (interrupted), waits all the same.
+func (b *Book) Paused(ctx context.Context, rec history.Record, pending bool) error {
+	cut := rec.Reason == history.ReasonInterrupted && pending
+	if rec.Reason != string(react.ReasonNeedsInput) && !cut {
 		why := rec.Reason
 		if why == "" {
 			why = "not ended"

@@ -306,3 +306,29 @@ func TestPropagation(t *testing.T) {
 		t.Error("a context with neither span nor run id carries a traceparent")
 	}
 }
+
+// Runs of a batch emit at once (make test runs Concurrent tests under -race).
+func TestConcurrentRuns(t *testing.T) {
+	exp := newKeep()
+	tel, _ := New(context.Background(), Options{Exporter: exp})
+	ctx, end := tel.StartBatch(context.Background(), 8)
+	done := make(chan struct{})
+	for i := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			id := "run" + itoa(i)
+			for _, ev := range runEvents(ctx, id, "q", "x") {
+				tel.Sink().Handle(ev)
+				InjectMeta(tools.WithRunID(context.Background(), id))
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	end()
+	tel.Shutdown(context.Background())
+	if n := len(exp.GetSpans()); n != 1+8*4 {
+		t.Fatalf("%d spans, want 33", n)
+	}
+}

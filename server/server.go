@@ -112,6 +112,7 @@ func New(rt *agent.Runtime, cfg Config) (*Server, error) {
 	s.m = newMetrics(s.adm, rt.Model())
 	s.mux.HandleFunc("POST /api/agent/react_step", s.step)
 	s.mux.HandleFunc("POST /v1/runs", s.runs)
+	s.mux.HandleFunc("POST /v1/runs/{id}/answer", s.answer)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.m.handler())
 	return s, nil

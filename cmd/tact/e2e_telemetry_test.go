@@ -219,9 +219,13 @@ func TestTelemetryCollectorTrouble(t *testing.T) {
 // child of the caller's span, in the caller's trace; the step API's too.
 func TestTelemetryServeTraceparent(t *testing.T) {
 	dir := telemetryFixture(t)
+	// The run's replies, then the step call's.
+	step := `{"kind":"action","text":"{\"thought\":\"search the code for the login\",\"tool\":\"code_search\",\"args\":{\"query\":\"login\"}}"}` + "\n"
+	replies, _ := os.ReadFile(filepath.Join(dir, "replies.jsonl"))
+	os.WriteFile(filepath.Join(dir, "serve.jsonl"), append(replies, step...), 0o644)
 	col := otlptest.New(t, 200)
 	p := startServe(t, e2eTact(t), dir, []string{"serve", "--addr", "127.0.0.1:0", "--workspace", filepath.Join(dir, "ws"),
-		"--script", filepath.Join(dir, "replies.jsonl"), "--no-history"}, "OTEL_EXPORTER_OTLP_ENDPOINT="+col.URL)
+		"--script", filepath.Join(dir, "serve.jsonl"), "--no-history"}, "OTEL_EXPORTER_OTLP_ENDPOINT="+col.URL)
 	const traceID, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	req, _ := http.NewRequest("POST", p.base+"/v1/runs", strings.NewReader(`{"query": "what do the notes say?"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -239,6 +243,14 @@ func TestTelemetryServeTraceparent(t *testing.T) {
 		RunID string `json:"run_id"`
 	}
 	json.Unmarshal(body, &res)
+	const stepTrace = "5cf92f3577b34da6a3ce929d0e0e4799"
+	req, _ = http.NewRequest("POST", p.base+"/api/agent/react_step", strings.NewReader(`{"user_query": "Where is login implemented?",
+		"tools": [{"name": "code_search", "description": "Search the code.", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+stepTrace+"-"+parent+"-01")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("step API: %v %v", resp, err)
+	}
 	// SIGTERM: serve drains, closes the runtime and flushes the traces.
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -254,8 +266,11 @@ func TestTelemetryServeTraceparent(t *testing.T) {
 		t.Errorf("run span: trace %s parent %s run %v; want trace %s parent %s run %s", r.TraceID, r.ParentID, r.Attrs["gen_ai.conversation.id"], traceID, parent, res.RunID)
 	}
 	for _, s := range col.Spans() {
-		if s.TraceID != traceID {
-			t.Errorf("%s in trace %s, not the caller's", s.Name, s.TraceID)
+		if want := map[bool]string{true: stepTrace, false: traceID}[s.Name == "invoke_agent step"]; s.TraceID != want {
+			t.Errorf("%s in trace %s, not the caller's %s", s.Name, s.TraceID, want)
 		}
+	}
+	if st := spansNamed(col.Spans(), "invoke_agent step"); len(st) != 1 || st[0].ParentID != parent {
+		t.Errorf("step API spans: %+v", st)
 	}
 }

@@ -63,6 +63,11 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	}
 	if f.Reason != "" {
 		where, args = append(where, "coalesce(reason, ?) = ?"), append(args, ReasonInterrupted, f.Reason)
+		if f.Reason == "needs_input" {
+			// What waits: a paused run that tact answer went on with
+			// is done waiting.
+			where = append(where, "NOT EXISTS (SELECT 1 FROM runs AS a WHERE a.resumed_from = runs.id)")
+		}
 	}
 	if f.Exit != nil {
 		where, args = append(where, "exit_code = ?"), append(args, *f.Exit)

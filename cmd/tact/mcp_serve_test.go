@@ -71,7 +71,7 @@ func TestMCPServeStdio(t *testing.T) {
 	for _, tl := range res.Tools {
 		hints[tl.Name] = tl.Annotations != nil && tl.Annotations.ReadOnlyHint
 	}
-	if !hints["read_file"] || hints["run_command"] || len(hints) != 8 {
+	if !hints["read_file"] || hints["run_command"] || len(hints) != 9 {
 		t.Errorf("tools and readOnlyHint: %v", hints)
 	}
 	text, isErr := callText(t, cs, "read_file", map[string]any{"path": "notes.txt"})
@@ -123,7 +123,7 @@ func TestMCPServeHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(res.Tools) != 8 {
+	if err != nil || len(res.Tools) != 9 {
 		t.Fatalf("tools/list: %v, %v", res, err)
 	}
 	text, isErr := callText(t, cs, "read_file", map[string]any{"path": "notes.txt"})
@@ -197,8 +197,8 @@ func TestMCPServeRunOnTinyModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 9 {
-		t.Errorf("%d tools with a model, want 9 (tact_run added)", len(res.Tools))
+	if len(res.Tools) != 10 {
+		t.Errorf("%d tools with a model, want 10 (tact_run added)", len(res.Tools))
 	}
 	out, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "tact_run",
 		Arguments: map[string]any{"query": "what do the notes say?", "no_plan": true, "max_iterations": 2}})

@@ -62,6 +62,7 @@ case $rc in
 5) why="stalled: the same action three times in a row" ;;
 6) why="token_budget: the token budget ran out" ;;
 7) why="timeout" ;;
+12) why="needs_input: the model asked a question (tact answer RUN goes on)" ;;
 *)
   echo "demo: tact run exited $rc, which is not a run's termination reason: that is a bug" >&2
   exit 1

@@ -1,6 +1,26 @@
 # One place for build flags: changing any CGO_* value invalidates Go's build
 # cache and costs minutes of llama.cpp recompilation, so every target uses these.
 SHELL := /bin/bash
+# Which llama.cpp tact runs (docs/inference.md, One backend, two providers).
+# By default the runtime: the pinned prebuilt llama.cpp libraries through
+# tact's own binding (llm/llamalib), and tact builds without cgo. With
+# CGO_LLAMA=1 the cgo provider instead: the llama.cpp that
+# github.com/ollama/ollama v0.17.4 vendors, compiled in with the flags
+# below (-tags cgollama). make test runs the backend's tests on both.
+CGO_LLAMA ?=
+ifeq ($(CGO_LLAMA),1)
+export CGO_ENABLED := 1
+GOTAGS := -tags cgollama
+OTHER_CGO := 0
+OTHER_TAGS :=
+else
+export CGO_ENABLED := 0
+GOTAGS :=
+OTHER_CGO := 1
+OTHER_TAGS := -tags cgollama
+endif
+# The backend's packages whose tests run on the other provider too.
+PROVIDER_PKGS := ./llm/llamacpp/ ./backends/
 # AMX stays off: with it, -march=native on a CPU that has it (Sapphire
 # Rapids and later) makes ggml-cpu.cpp call the AMX buffer type, whose
 # source (ggml-cpu/amx/) no Go package of the binding compiles, so the link
@@ -10,7 +30,7 @@ ARCH_FLAGS := -march=x86-64-v3
 else
 ARCH_FLAGS := -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 endif
-export CGO_ENABLED := 1
+# The cgo provider's flags (used only where CGO_ENABLED is 1).
 export CGO_CFLAGS := -O3 $(ARCH_FLAGS)
 export CGO_CXXFLAGS := -O3 $(ARCH_FLAGS)
 export CGO_CPPFLAGS := -I$(CURDIR)/third_party/include
@@ -40,7 +60,7 @@ $(DEPS_STAMP): scripts/install-deps.sh $(DPKG_STATUS)
 	@mkdir -p $(@D) && touch $@
 
 build: $(DEPS_STAMP)
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/tact ./cmd/tact
+	$(GO) build $(GOTAGS) -ldflags '$(LDFLAGS)' -o bin/tact ./cmd/tact
 
 # A real OpenAI-compatible server for the openai backend's end-to-end test
 # and `make bench BENCHFLAGS='-only openai'`: ollama, a Go module tact already
@@ -55,7 +75,7 @@ export TACT_TEST_OLLAMA := $(OLLAMA)
 ollama: $(OLLAMA)
 
 $(OLLAMA): | $(DEPS_STAMP)
-	GOBIN=$(OLLAMA_DIR) $(GO) install github.com/ollama/ollama@$(OLLAMA_VERSION)
+	GOBIN=$(OLLAMA_DIR) CGO_ENABLED=1 $(GO) install github.com/ollama/ollama@$(OLLAMA_VERSION)
 
 # The pinned llama.cpp runtime (docs/runtime.md), installed as the README's
 # set-up promises: npm pack of the prebuilt package into a cache directory
@@ -87,21 +107,26 @@ TESTFLAGS ?=
 test: $(DEPS_STAMP) build $(OLLAMA) runtime
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	$(GO) vet $(GOTAGS) $(PKGS)
+	CGO_ENABLED=$(OTHER_CGO) $(GO) vet $(OTHER_TAGS) $(PROVIDER_PKGS) ./scripts/bench/
+	$(GO) test $(GOTAGS) -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	@# The backend's tests on the other provider (one body of code, two
+	@# llama.cpp's under it).
+	CGO_ENABLED=$(OTHER_CGO) $(GO) test $(OTHER_TAGS) -timeout $(TEST_TIMEOUT) $(PROVIDER_PKGS)
 	@# Concurrent runs on one executor and one runtime (on the tiny model:
-	@# backends), under the race detector.
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./backends/
+	@# backends), under the race detector (which needs cgo).
+	CGO_ENABLED=1 $(GO) test $(GOTAGS) -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./backends/
 
 test-short: $(DEPS_STAMP) runtime
-	$(GO) test -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	$(GO) test $(GOTAGS) -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
-# Run go test with the project's fixed cgo flags, without building bin/tact first.
+# Run go test with the project's fixed flags, without building bin/tact first.
 gotest: $(DEPS_STAMP) runtime
-	$(GO) test -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	$(GO) test $(GOTAGS) -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 vet: $(DEPS_STAMP)
-	$(GO) vet ./...
+	$(GO) vet $(GOTAGS) ./...
+	CGO_ENABLED=$(OTHER_CGO) $(GO) vet $(OTHER_TAGS) $(PROVIDER_PKGS) ./scripts/bench/
 
 fmt:
 	gofmt -l -w .
@@ -111,14 +136,15 @@ clean:
 
 # Compile the cgo llama.cpp binding once so later builds hit the cache.
 warm: $(DEPS_STAMP)
-	$(GO) build github.com/ollama/ollama/llama github.com/ollama/ollama/fs/ggml
+	CGO_ENABLED=1 $(GO) build github.com/ollama/ollama/llama github.com/ollama/ollama/fs/ggml
 
 # Benchmark the embedded llama.cpp backend on a generated ~250M-parameter
 # Q8_0 model (made once into ~/.cache/tact-test-models) and print a markdown
 # report; e.g. BENCHFLAGS='-threads 4'. About 6-7 minutes on 2 idle cores.
+# -only peers also runs tact on the other provider (a child go run).
 BENCHFLAGS ?=
-bench: $(DEPS_STAMP) $(OLLAMA)
-	$(GO) run ./scripts/bench $(BENCHFLAGS)
+bench: $(DEPS_STAMP) $(OLLAMA) runtime
+	$(GO) run $(GOTAGS) ./scripts/bench $(BENCHFLAGS)
 
 # The first run on what ships with tact: the example plan without a model,
 # the script backend, then a plan and run on a generated random-weight model

@@ -12,6 +12,7 @@ import (
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/llm/llamacpp"
 	"github.com/tactcli/tact/llm/llamacpp/memfit"
+	"github.com/tactcli/tact/llm/llamaruntime"
 )
 
 // openLlama loads the model in-process (once per run, mmap'd). Errors are
@@ -20,11 +21,21 @@ func openLlama(ctx context.Context, s *config.Settings, modelPath string, settin
 	if err := checkMemory(s, modelPath, settingName); err != nil {
 		return nil, err
 	}
-	b, err := llamacpp.Load(ctx, llamacpp.Options{
+	o := llamacpp.Options{
 		ModelPath: modelPath, Threads: s.Threads, CtxSize: s.CtxSize, BatchSize: s.BatchSize,
 		GPULayers: s.GPULayers, FlashAttn: s.FlashAttn, KVCacheType: s.KVCacheType, Verbose: s.Verbose, LibDir: s.LibDir,
 		NoCPULock: !s.CPULock, Parallel: s.Parallel, PromptCacheDir: promptCacheDir(s), PromptCacheMax: int64(s.PromptCacheMax),
-	})
+	}
+	if llamacpp.ProviderName == "runtime" {
+		// The runtime the build loads: TACT_RUNTIME_DIR, else the best
+		// one installed; none says how to install it, in one line.
+		r, err := llamaruntime.Locate(llamaruntime.LocateOptions{Dir: s.RuntimeDir})
+		if err != nil {
+			return nil, err
+		}
+		o.RuntimeDir, o.RuntimeVersion = r.Dir, llamaruntime.LlamaCppRelease
+	}
+	b, err := llamacpp.Load(ctx, o)
 	if err != nil {
 		if ctx.Err() != nil {
 			// Cancelled while waiting for a CPU turn to load: a signal or

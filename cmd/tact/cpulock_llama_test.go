@@ -42,7 +42,7 @@ func TestConcurrentRunsShareTheCPU(t *testing.T) {
 	os.Mkdir(ws, 0o755)
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello\n"), 0o644)
 	runDir := filepath.Join(dir, "run")
-	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + runDir,
+	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), runtimeEnv(), "XDG_RUNTIME_DIR=" + runDir,
 		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "TACT_NO_INPUT=1"}
 
 	cores := runtime.NumCPU() // the backend's slot count

@@ -65,7 +65,7 @@ func (h *histEnv) write(name, content string) string {
 func (h *histEnv) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(h.tact, args...)
 	cmd.Dir = h.dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + h.home, "TACT_NO_INPUT=1", "TACT_WORKSPACE=" + h.ws}, h.extraEnv...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), runtimeEnv(), "HOME=" + h.home, "TACT_NO_INPUT=1", "TACT_WORKSPACE=" + h.ws}, h.extraEnv...)
 	return cmd
 }
 

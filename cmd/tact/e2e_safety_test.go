@@ -83,7 +83,7 @@ func newE2ECase(t *testing.T, bin string) *e2eCase {
 	// A clean environment: no TACT_* settings, user policy or models leak in
 	// from the developer's shell.
 	c.env = []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + os.Getenv("PATH"), runtimeEnv(),
 		"HOME=" + dir,
 		"XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
 		"XDG_DATA_HOME=" + filepath.Join(dir, ".local", "share"),

@@ -235,7 +235,7 @@ type serveProc struct {
 func startServe(t *testing.T, bin, dir string, args []string, env ...string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), runtimeEnv(), "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
 		"XDG_DATA_HOME=" + filepath.Join(dir, ".local", "share"), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"), "LANG=C.UTF-8"}
 	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -18,6 +18,7 @@ import (
 	"github.com/tactcli/tact/internal/mcptest"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/internal/testlock"
+	"github.com/tactcli/tact/llm/llamaruntime"
 	"github.com/tactcli/tact/sandbox"
 )
 
@@ -49,8 +50,20 @@ func (l lockedTests) Run() int {
 		os.Setenv("XDG_STATE_HOME", state)
 		defer os.RemoveAll(state)
 	}
+	// The llama.cpp runtime the tests' tact processes load, whose data
+	// directories are the tests' own: TACT_RUNTIME_DIR (make test sets
+	// it), else the one installed for this user.
+	if os.Getenv("TACT_RUNTIME_DIR") == "" {
+		if r, err := llamaruntime.Locate(llamaruntime.LocateOptions{}); err == nil {
+			os.Setenv("TACT_RUNTIME_DIR", r.Dir)
+		}
+	}
 	return l.m.Run()
 }
+
+// runtimeEnv passes the tests' runtime (lockedTests.Run) to a tact process
+// given a clean environment.
+func runtimeEnv() string { return "TACT_RUNTIME_DIR=" + os.Getenv("TACT_RUNTIME_DIR") }
 
 // TestScripts runs the CLI contract scripts in testdata/script: each is a
 // txtar archive of files plus the commands a user would type, with the
@@ -75,6 +88,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/.local/state")
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("TACT_NO_INPUT", "1")
+			env.Setenv("TACT_RUNTIME_DIR", os.Getenv("TACT_RUNTIME_DIR"))
 			// The repository root, so scripts can run the shipped examples
 			// exactly as the README shows them.
 			root, err := filepath.Abs("../..")

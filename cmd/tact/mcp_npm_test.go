@@ -42,6 +42,7 @@ func TestMCPNpmServers(t *testing.T) {
 			env.Setenv("XDG_DATA_HOME", env.WorkDir+"/.local/share")
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("TACT_NO_INPUT", "1")
+			env.Setenv("TACT_RUNTIME_DIR", os.Getenv("TACT_RUNTIME_DIR"))
 			env.Setenv("MCPNPM", filepath.Join(dir, "node_modules"))
 			return nil
 		},

@@ -32,7 +32,7 @@ func mcpTestSetup(t *testing.T) (tact, dir string, env []string) {
 	if err := os.Symlink(self, tact); err != nil {
 		t.Fatal(err)
 	}
-	env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir + "/.config",
+	env = []string{"PATH=" + os.Getenv("PATH"), runtimeEnv(), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir + "/.config",
 		"XDG_DATA_HOME=" + dir + "/.local/share", "TACT_NO_INPUT=1"}
 	return tact, dir, env
 }

@@ -47,7 +47,7 @@ func TestSIGTERMTraceSays143(t *testing.T) {
 	}
 	trace := filepath.Join(dir, "trace.jsonl")
 	cmd := exec.Command(tact, "exec", "--workspace", ws, "--yes", "--trace", trace, plan)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir + "/.config",
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), runtimeEnv(), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir + "/.config",
 		"XDG_DATA_HOME=" + dir + "/.local/share", "TACT_NO_INPUT=1"}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -94,7 +94,7 @@ func (b *Backend) turn(ctx context.Context) (cpuTurn, error) {
 		return t, err
 	}
 	if t.threads != b.threads {
-		setThreads(b.lc, t.threads)
+		b.lc.setThreads(t.threads)
 		b.threads = t.threads
 	}
 	if t.waited > 0 || t.threads != b.opts.Threads {
@@ -124,7 +124,7 @@ func (b *Backend) fitCPU() {
 	}
 	before := t.Threads
 	if n < t.Threads {
-		setThreads(b.lc, n)
+		b.lc.setThreads(n)
 		b.threads = n
 		if hook := cpuLockHook; hook != nil {
 			hook(n)
@@ -134,7 +134,7 @@ func (b *Backend) fitCPU() {
 		if t.Resize(n) == before {
 			return
 		}
-		setThreads(b.lc, t.Threads)
+		b.lc.setThreads(t.Threads)
 		b.threads = t.Threads
 		if hook := cpuLockHook; hook != nil {
 			hook(t.Threads)

@@ -26,7 +26,7 @@ func FuzzPromptTokens(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, content string) {
 		fuzzOnce.Do(func() {
-			fuzzBackend, fuzzErr = New(Options{ModelPath: synth.Cached(t, synth.Tiny), CtxSize: 256, Threads: 1})
+			fuzzBackend, fuzzErr = New(withRuntime(t, Options{ModelPath: synth.Cached(t, synth.Tiny), CtxSize: 256, Threads: 1}))
 		})
 		if fuzzErr != nil {
 			t.Fatal(fuzzErr)

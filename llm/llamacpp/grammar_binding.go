@@ -1,3 +1,5 @@
+//go:build cgollama
+
 package llamacpp
 
 // The binding's own converter (llama.cpp's json-schema-to-grammar.cpp),

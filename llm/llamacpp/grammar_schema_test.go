@@ -3,56 +3,89 @@ package llamacpp
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
+	"sync"
 	"testing"
 
-	"github.com/ollama/ollama/llama"
+	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/schema/schematest"
 	tacttools "github.com/tactcli/tact/tools"
 )
 
-// charGrammar parses a GBNF grammar with llama.cpp's parser over a
-// vocabulary of one token per printable ASCII character (and an end
-// token): no model needed.
-func charGrammar(t *testing.T, gbnf string) *llama.Grammar {
+// charGrammar parses a GBNF grammar with llama.cpp's parser over the tiny
+// model's vocabulary, whose byte tokens (synth's byte fallback: one token
+// per byte) let accepts feed text one character at a time.
+func charGrammar(t *testing.T, gbnf string) *testGrammar {
 	t.Helper()
-	var ids []uint32
-	var pieces []string
-	for c := byte(0x20); c < 0x7f; c++ {
-		ids = append(ids, uint32(c))
-		pieces = append(pieces, string(c))
-	}
-	const eog = 0x7f
-	ids, pieces = append(ids, eog), append(pieces, "")
-	g := llama.NewGrammar(gbnf, ids, pieces, []int32{eog})
+	m := grammarModel(t)
+	g := m.newGrammar(gbnf)
 	if g == nil {
 		t.Fatalf("llama.cpp cannot parse the grammar:\n%.2000s", gbnf)
 	}
-	t.Cleanup(g.Free)
-	return g
+	c, err := m.newCandidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.free(); c.free() })
+	return &testGrammar{g: g, c: c}
 }
 
-// accepts reports whether the grammar produces text (ASCII), character by
-// character, and may end there.
-func accepts(g *llama.Grammar, text string) (bool, int) {
+type testGrammar struct {
+	g rtSampler
+	c rtCandidates
+}
+
+// allows asks the grammar about one token.
+func (tg *testGrammar) allows(tok int) bool {
+	tg.c.one(tok)
+	tg.g.apply(tg.c)
+	ok := true
+	tg.c.each(func(_ int, logit float32) { ok = !refused(logit) })
+	return ok
+}
+
+var (
+	grammarOnce    sync.Once
+	grammarBackend *Backend
+	grammarErr     error
+)
+
+// grammarModel is the tiny model, loaded once for the package's grammar
+// tests and fuzz inputs.
+func grammarModel(t *testing.T) rtModel {
+	t.Helper()
+	o := withRuntime(t, Options{ModelPath: synth.Cached(t, synth.Tiny), CtxSize: 256, BatchSize: 64, Threads: 1, NoCPULock: true})
+	grammarOnce.Do(func() { grammarBackend, grammarErr = New(o) })
+	if grammarErr != nil {
+		t.Fatal(grammarErr)
+	}
+	m := grammarBackend.model
+	if p := m.TokenToPiece(byteToken + 'A'); p != "A" {
+		t.Fatalf("the tiny model's byte token for 'A' is %q: synth's vocabulary changed", p)
+	}
+	return m
+}
+
+// byteToken is the tiny model's token of byte 0 (synth's vocabulary: five
+// special tokens, then one token per byte).
+const byteToken = 5
+
+// accepts reports whether the grammar produces text, byte by byte, and
+// may end there (it allows the end-of-generation token).
+func accepts(g *testGrammar, text string) (bool, int) {
 	for i := 0; i < len(text); i++ {
-		tok := []llama.TokenData{{ID: int32(text[i]), Logit: 1}}
-		g.Apply(tok)
-		if math.IsInf(float64(tok[0].Logit), -1) {
+		tok := byteToken + int(text[i])
+		if !g.allows(tok) {
 			return false, i
 		}
-		g.Accept(int32(text[i]))
+		g.g.accept(tok)
 	}
-	end := []llama.TokenData{{ID: 0x7f, Logit: 1}}
-	g.Apply(end)
-	return !math.IsInf(float64(end[0].Logit), -1), len(text)
+	return g.allows(synth.IMEndID), len(text)
 }
 
 // Every real-world shape yields a grammar llama.cpp parses, and the
-// grammar produces the shape's valid instances. The grammar needs only
-// the library, no model.
+// grammar produces the shape's valid instances.
 func TestGrammarShapes(t *testing.T) {
 	for _, sh := range schematest.Shapes {
 		t.Run(sh.Name, func(t *testing.T) {

@@ -1,9 +1,11 @@
+//go:build cgollama
+
 package llamacpp
 
-// The binding's NewContextParams leaves llama.cpp's kv_unified at its
+// The cgo binding's NewContextParams leaves llama.cpp's kv_unified at its
 // default (false: one KV stream per sequence), which is what tact's parallel
 // sequences use (see sched.go for why). The bench's probe compares both,
-// so SetUnifiedKV sets it through a copy of llama_context_params' layout
+// so setUnifiedKV sets it through a copy of llama_context_params' layout
 // (llama.h of the binding's llama.cpp; go.mod pins the version), checked at
 // run time against the binding's own struct: its size and the fields
 // NewContextParams set must read back, or the flag is left alone.
@@ -56,12 +58,12 @@ import (
 	"github.com/ollama/ollama/ml"
 )
 
-// SetUnifiedKV sets llama.cpp's kv_unified on p, made by
+// setUnifiedKV sets llama.cpp's kv_unified on p, made by
 // llama.NewContextParams: one KV buffer shared by all sequences, where a
 // sequence copy (KvCacheSeqCp) shares cells instead of copying buffers. It
 // fails, leaving p alone, when the binding's struct does not have the
 // layout tact expects.
-func SetUnifiedKV(p *llama.ContextParams, on bool) error {
+func setUnifiedKV(p *llama.ContextParams, on bool) error {
 	if !kvLayoutOK {
 		return errKVLayout
 	}

@@ -1,5 +1,7 @@
-// Package llamacpp is tact's embedded llama.cpp backend (cgo, through
-// github.com/ollama/ollama/llama).
+// Package llamacpp is tact's embedded llama.cpp backend: the prebuilt
+// runtime through tact's own binding (llm/llamalib, no cgo) by default, or
+// the llama.cpp of github.com/ollama/ollama/llama compiled in with
+// -tags cgollama; see provider.go.
 //
 // A Backend loads one GGUF model once per process (mmap) and serves
 // llm.Request calls, one at a time or Options.Parallel at once, through one
@@ -28,14 +30,10 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/ollama/ollama/llama"
-	"github.com/ollama/ollama/ml"
 
 	"github.com/tactcli/tact/internal/cpulock"
 	"github.com/tactcli/tact/internal/threads"
@@ -70,9 +68,16 @@ type Options struct {
 	FlashAttn   bool   // flash attention (required by quantized KV caches)
 	KVCacheType string // f16 (default), q8_0 or q4_0
 	Verbose     bool   // show llama.cpp's own logs on stderr
-	// LibDir holds GPU backend libraries (libggml-cuda.so, see
-	// scripts/build-cuda.sh); "" means DIR/../lib/ollama where DIR holds the
-	// executable. ggml only loads from a path containing "lib/ollama".
+	// RuntimeDir holds the llama.cpp runtime's libraries (the runtime
+	// provider; `tact runtime install` puts them there), its GPU backends
+	// included; RuntimeVersion is the llama.cpp version it must report
+	// ("": not checked).
+	RuntimeDir     string
+	RuntimeVersion string
+	// LibDir holds GPU backend libraries for the cgo provider
+	// (libggml-cuda.so, see scripts/build-cuda.sh); "" means
+	// DIR/../lib/ollama where DIR holds the executable. ggml only loads
+	// from a path containing "lib/ollama".
 	LibDir string
 	// NoCPULock runs model work without taking turns with other processes
 	// (internal/cpulock); CPULockDir overrides the lock's directory.
@@ -104,12 +109,10 @@ type Backend struct {
 	opts       Options
 	info       *models.Info
 	format     chattemplate.Formatter
-	model      *llama.Model
-	lc         *llama.Context
-	batch      *llama.Batch
-	abort      abortFlag
-	pool       threadPool // the context's ggml workers
-	gpus       []llama.Devices
+	model      rtModel
+	lc         rtContext
+	batch      rtBatch
+	gpus       []string
 	bos        int                     // BOS token the tokenizer adds, -1 when it adds none
 	controls   []string                // texts of control tokens, neutralized in message content
 	pc         *promptCache            // nil: no prompt cache on disk
@@ -171,38 +174,6 @@ var (
 	_ llm.ContextSizer = (*Backend)(nil)
 )
 
-var (
-	initOnce sync.Once
-	libDir   string
-)
-
-// backendInit loads ggml's backends once per process: the CPU backend is
-// compiled in; GPU backends are shared libraries loaded from the library
-// directory, as ollama does. The binding reads the directory from
-// OLLAMA_LIBRARY_PATH; tact sets it only for that moment so neither a
-// user's ollama setting nor tact's choice leaks anywhere else.
-func backendInit(dir string) {
-	initOnce.Do(func() {
-		if dir == "" {
-			if exe, err := os.Executable(); err == nil {
-				dir = filepath.Join(filepath.Dir(exe), "..", "lib", "ollama")
-			}
-		}
-		if abs, err := filepath.Abs(dir); err == nil {
-			dir = abs
-		}
-		libDir = dir
-		old, had := os.LookupEnv("OLLAMA_LIBRARY_PATH")
-		os.Setenv("OLLAMA_LIBRARY_PATH", dir)
-		llama.BackendInit()
-		if had {
-			os.Setenv("OLLAMA_LIBRARY_PATH", old)
-		} else {
-			os.Unsetenv("OLLAMA_LIBRARY_PATH")
-		}
-	})
-}
-
 // New is Load without a context: waiting for the CPU lock cannot be
 // cancelled (it lasts at most another process's model call).
 func New(opts Options) (*Backend, error) { return Load(context.Background(), opts) }
@@ -237,50 +208,49 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	defer loadTurn.release()
-	setLogs(opts.Verbose)
-	backendInit(opts.LibDir)
-	setLogs(opts.Verbose) // loading backends may have reset ggml's logger
+	if err := prov.init(opts); err != nil {
+		return nil, err
+	}
+	if err := prov.check(info.Architecture); err != nil {
+		return nil, fmt.Errorf("model %s: %w", opts.ModelPath, err)
+	}
 
-	gpus := llama.EnumerateGPUs()
+	gpus := prov.gpus()
 	layers := opts.GPULayers
 	if layers > 0 && len(gpus) == 0 {
-		slog.Warn("no GPU backend loaded; running on the CPU", "gpu_layers", layers, "lib_dir", libDir)
+		slog.Warn("no GPU backend loaded; running on the CPU", "gpu_layers", layers, "provider", prov.name())
 		layers = 0
 	}
-	model, err := llama.LoadModelFromFile(opts.ModelPath, llama.ModelParams{
-		NumGpuLayers: layers,
-		UseMmap:      true,
-	})
+	model, err := prov.loadModel(opts.ModelPath, layers)
 	if err != nil {
 		return nil, &loadError{path: opts.ModelPath, reason: fmt.Sprintf("llama.cpp cannot load this %s model (run with -v to see why)", info.Architecture)}
 	}
-	// "Auto" rather than "enabled": llama.cpp then checks that the devices
-	// and the model's head size support it (and a quantized KV cache) and
-	// fails cleanly, where "enabled" can hit an assertion and abort.
-	fa := ml.FlashAttentionDisabled
-	if opts.FlashAttn {
-		fa = ml.FlashAttentionAuto
-	}
 	opts.Threads = <-threadsChosen
 	// Each sequence gets its own CtxSize window: Parallel windows in all.
-	params := llama.NewContextParams(opts.CtxSize*opts.Parallel, opts.BatchSize, opts.Parallel, opts.Threads, fa, opts.KVCacheType)
 	// Parallel sequences keep llama.cpp's split KV cache (one stream per
-	// sequence): see sched.go for why not the unified one.
-	lc, err := llama.NewContextWithModel(model, params)
+	// sequence): see sched.go for why not the unified one. Flash attention
+	// is "auto" rather than "enabled": llama.cpp then checks that the
+	// devices and the model's head size support it (and a quantized KV
+	// cache) and fails cleanly, where "enabled" can hit an assertion.
+	lc, err := model.newContext(ctxParams{cells: opts.CtxSize * opts.Parallel, batch: opts.BatchSize, seqs: opts.Parallel,
+		threads: opts.Threads, flashAttn: opts.FlashAttn, kvType: opts.KVCacheType})
 	if err != nil {
-		llama.FreeModel(model)
+		model.free()
 		why := "not enough memory?"
 		if opts.KVCacheType != "f16" {
 			why = "a quantized KV cache needs flash attention support and a head size divisible by 32"
 		}
 		return nil, fmt.Errorf("model %s: llama.cpp cannot create a context of %d tokens with a %s KV cache: %s (run with -v to see why)", opts.ModelPath, opts.CtxSize*opts.Parallel, opts.KVCacheType, why)
 	}
-	pool := attachPool(lc, opts.Threads)
-	batch, err := llama.NewBatch(opts.BatchSize, 1, 0)
+	// One ggml threadpool for the context's life, its workers asleep
+	// between decodes (pool level 0): see pool.go.
+	if err := lc.attachPool(opts.Threads); err != nil {
+		slog.Debug("llama.cpp threadpool not attached; ggml makes one per decode", "err", err)
+	}
+	batch, err := lc.newBatch(opts.BatchSize)
 	if err != nil {
-		freeContext(lc, abortFlag{})
-		pool.free()
-		llama.FreeModel(model)
+		lc.free()
+		model.free()
 		return nil, fmt.Errorf("model %s: %w", opts.ModelPath, err)
 	}
 	b := &Backend{
@@ -290,8 +260,6 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		model:    model,
 		lc:       lc,
 		batch:    batch,
-		abort:    newAbortFlag(lc),
-		pool:     pool,
 		gpus:     gpus,
 		bos:      -1,
 		grammars: map[string]grammarEntry{},
@@ -299,7 +267,7 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 		loadWait: loadTurn.waited,
 		threads:  opts.Threads,
 	}
-	if lock != nil && layers > 0 && len(gpus) > 0 && layers > modelLayers(lc) {
+	if lock != nil && layers > 0 && len(gpus) > 0 && layers > model.layers() {
 		// Every layer and the output run on the GPU: the CPU only samples,
 		// and taking turns would only idle the GPU.
 		slog.Debug("model fully offloaded to the GPU; no cpu lock", "gpu_layers", layers)
@@ -385,11 +353,7 @@ func (b *Backend) Describe() string {
 	o := b.opts
 	dev := fmt.Sprintf("CPU, %d threads", o.Threads)
 	if len(b.gpus) > 0 && o.GPULayers > 0 {
-		names := make([]string, len(b.gpus))
-		for i, g := range b.gpus {
-			names[i] = g.Library + " " + g.ID
-		}
-		dev = fmt.Sprintf("%s (%d layers offloaded) + CPU, %d threads", strings.Join(names, ", "), o.GPULayers, o.Threads)
+		dev = fmt.Sprintf("%s (%d layers offloaded) + CPU, %d threads", strings.Join(b.gpus, ", "), o.GPULayers, o.Threads)
 	} else if o.GPULayers > 0 {
 		dev += " (no GPU backend loaded)"
 	}
@@ -405,8 +369,8 @@ func (b *Backend) Describe() string {
 	if o.Parallel > 1 {
 		par = fmt.Sprintf(" x %d sequences", o.Parallel)
 	}
-	return fmt.Sprintf("llama.cpp: %s (%s, %s, %s template) on %s; ctx %d%s, batch %d, kv cache %s, flash attention %s; cpu lock %s",
-		b.info.Name, b.info.Architecture, cmp.Or(b.info.Quantization, "?"), b.format.Name(), dev, o.CtxSize, par, o.BatchSize, o.KVCacheType, fa, lock)
+	return fmt.Sprintf("%s: %s (%s, %s, %s template) on %s; ctx %d%s, batch %d, kv cache %s, flash attention %s; cpu lock %s",
+		prov.name(), b.info.Name, b.info.Architecture, cmp.Or(b.info.Quantization, "?"), b.format.Name(), dev, o.CtxSize, par, o.BatchSize, o.KVCacheType, fa, lock)
 }
 
 // Tokenize returns the tokens of text as the model sees it in a prompt
@@ -477,23 +441,9 @@ func (b *Backend) Close() error {
 		}
 	}
 	b.grammars = nil
-	b.batch.Free()
-	if len(b.gpus) > 0 {
-		// Freeing a context whose backends include a GPU's crashes the
-		// process: ollama's patched ggml_backend_sched_free calls each
-		// backend's reset, and llama_context frees its backends before
-		// its scheduler, so CUDA's reset runs on a freed backend (SIGSEGV
-		// in ggml_backend_cuda_reset; seen on an H100 with CUDA 13.0, also
-		// with --gpu-layers 0, as the context still makes a CUDA backend).
-		// The binding itself never frees a context: ollama's runner exits.
-		// A Backend lives as long as its process, so what is left here
-		// goes with the process, and the driver frees the GPU's memory.
-		slog.Debug("llama backend: context and model left to process exit (GPU backend loaded)")
-		return nil
-	}
-	freeContext(b.lc, b.abort)
-	b.pool.free()
-	llama.FreeModel(b.model)
+	b.batch.free()
+	b.lc.free()
+	b.model.free()
 	return nil
 }
 
@@ -551,7 +501,19 @@ func (b *Backend) tokenizePrompt(text string) ([]int, error) {
 // sampler builds the request's sampler: defaults for zero fields, the
 // request's seed (negative: random) and its schema's grammar.
 func (b *Backend) sampler(req llm.Request) (*sampler, error) {
-	s := req.Sampling
+	p := resolveSampling(req.Sampling)
+	if len(req.Schema) > 0 {
+		g, err := b.grammar(req.Schema)
+		if err != nil {
+			return nil, err
+		}
+		p.grammar = g
+	}
+	return newSampler(b.model, p)
+}
+
+// resolveSampling applies the defaults to zero fields and maps the seed.
+func resolveSampling(s llm.Sampling) samplerParams {
 	p := samplerParams{
 		temp: max(s.Temperature, 0),
 		topK: s.TopK,
@@ -577,14 +539,7 @@ func (b *Backend) sampler(req llm.Request) (*sampler, error) {
 	case p.minP < 0:
 		p.minP = 0
 	}
-	if len(req.Schema) > 0 {
-		g, err := b.grammar(req.Schema)
-		if err != nil {
-			return nil, err
-		}
-		p.grammar = g
-	}
-	return newSampler(b.model, p)
+	return p
 }
 
 // seed maps tact's seed to llama.cpp's: negative is random, and 0xFFFFFFFF
@@ -642,7 +597,7 @@ const maxGrammars = 64
 // controlTexts lists the texts of the model's control tokens (such as
 // <|im_end|>): tokens that the tokenizer produces from their text only
 // when parsing special tokens.
-func controlTexts(m *llama.Model) []string {
+func controlTexts(m rtModel) []string {
 	var out []string
 	for id := range m.NumVocab() {
 		piece := m.TokenToPiece(id)

@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ollama/ollama/llama"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/tactcli/tact/internal/synth"
@@ -28,7 +27,7 @@ func newTiny(t *testing.T, mod func(*Options)) *Backend {
 	t.Helper()
 	// One thread: the tiny model computes in microseconds, and two threads
 	// would mostly spin at barriers, slowly when another process has a core.
-	o := Options{ModelPath: synth.Cached(t, synth.Tiny), CtxSize: 1024, BatchSize: 64, Threads: 1}
+	o := withRuntime(t, Options{ModelPath: synth.Cached(t, synth.Tiny), CtxSize: 1024, BatchSize: 64, Threads: 1})
 	if mod != nil {
 		mod(&o)
 	}
@@ -322,8 +321,8 @@ func TestCancelDuringGeneration(t *testing.T) {
 }
 
 // The abort flag stops llama_decode inside a batch; this also checks that
-// cContext finds the binding's llama_context (a wrong pointer would crash or
-// not abort).
+// the provider reaches the right llama_context (a wrong pointer would
+// crash or not abort).
 func TestAbortStopsPromptBatch(t *testing.T) {
 	b := newTiny(t, nil)
 	long := strings.Repeat("the quick brown fox jumps over the lazy dog. ", 10)
@@ -331,15 +330,15 @@ func TestAbortStopsPromptBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.abort.set(true)
-	// decode checks ctx before each chunk; call the binding directly to
+	b.lc.setAbort(true)
+	// decode checks ctx before each chunk; call the provider directly to
 	// exercise the in-batch abort.
 	b.batch.Clear()
 	for i, tk := range tokens[:b.opts.BatchSize] {
-		b.batch.Add(tk, nil, i, i == b.opts.BatchSize-1, 0)
+		b.batch.Add(tk, i, i == b.opts.BatchSize-1, 0)
 	}
-	if err := b.lc.Decode(b.batch); !errors.Is(err, llama.ErrKvCacheFull) {
-		t.Fatalf("aborted decode: err = %v, want the binding's code for an abort", err)
+	if err := b.lc.Decode(b.batch); !errors.Is(err, errAborted) {
+		t.Fatalf("aborted decode: err = %v, want errAborted", err)
 	}
 	// A stale abort (an earlier call's context cancelled as it returned:
 	// the flag is still set) does not fail a call whose own context is live.
@@ -357,7 +356,7 @@ func TestCancelDuringPrompt(t *testing.T) {
 	b := newTiny(t, func(o *Options) { o.BatchSize = 16 })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	b.abort.set(false)
+	b.lc.setAbort(false)
 	long := strings.Repeat("lorem ipsum dolor sit amet ", 30)
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: long}}
 	// Cancelled before the call: nothing happens.
@@ -403,38 +402,6 @@ func TestSeeds(t *testing.T) {
 	g2, _ := b.Complete(ctx, llm.Request{Messages: conversation(0), MaxTokens: 16, Sampling: llm.Sampling{Seed: 2}})
 	if g1.Text != g2.Text {
 		t.Errorf("temperature 0 depends on the seed: %q vs %q", g1.Text, g2.Text)
-	}
-}
-
-// The cause of the "every seed gives the same text" report: the binding's
-// SamplingParams zero value has TypicalP 0, which keeps only the most likely
-// token. Backend.sampler sets TypicalP 1.
-func TestBindingTypicalPZeroIgnoresSeed(t *testing.T) {
-	b := newTiny(t, nil)
-	tokens, err := b.promptTokens(conversation(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := func(p llama.SamplingParams) int {
-		idx := decodeDirect(t, b, tokens)
-		sc, err := llama.NewSamplingContext(b.model, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sc.Sample(b.lc, idx)
-	}
-	count := func(typicalP float32) int {
-		seen := map[int]bool{}
-		for seed := range uint32(10) {
-			seen[first(llama.SamplingParams{Temp: 1, TopK: 0, TopP: 1, MinP: 0, TypicalP: typicalP, Seed: seed})] = true
-		}
-		return len(seen)
-	}
-	if n := count(0); n != 1 {
-		t.Errorf("TypicalP 0: %d different first tokens over 10 seeds; the binding changed, revisit Backend.sampler", n)
-	}
-	if n := count(1); n < 3 {
-		t.Errorf("TypicalP 1: only %d different first tokens over 10 seeds", n)
 	}
 }
 
@@ -498,7 +465,7 @@ func TestCompleteUTF8(t *testing.T) {
 func TestTokenizeRoundTrip(t *testing.T) {
 	for _, size := range []synth.Size{synth.Tiny, synth.Small} {
 		t.Run(string(size), func(t *testing.T) {
-			b, err := New(Options{ModelPath: synth.Cached(t, size), CtxSize: 256})
+			b, err := New(withRuntime(t, Options{ModelPath: synth.Cached(t, size), CtxSize: 256}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -607,7 +574,7 @@ func TestBadModel(t *testing.T) {
 			if err := os.WriteFile(p, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			b, err := New(Options{ModelPath: p, CtxSize: 128})
+			b, err := New(withRuntime(t, Options{ModelPath: p, CtxSize: 128}))
 			if err == nil {
 				b.Close()
 				t.Fatal("loaded a corrupt model")
@@ -617,7 +584,7 @@ func TestBadModel(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Options{ModelPath: filepath.Join(dir, "missing.gguf")}); !errors.Is(err, models.ErrBadModel) {
+	if _, err := New(withRuntime(t, Options{ModelPath: filepath.Join(dir, "missing.gguf")})); !errors.Is(err, models.ErrBadModel) {
 		t.Errorf("missing file: err = %v", err)
 	}
 }
@@ -639,7 +606,7 @@ func TestOptions(t *testing.T) {
 		{Options{ModelPath: small, KVCacheType: "q8_0", FlashAttn: true, CtxSize: 256}, ""},
 		{Options{ModelPath: small, KVCacheType: "Q4_0", FlashAttn: true, CtxSize: 256, Threads: 1, BatchSize: 1024}, ""},
 	} {
-		b, err := New(tc.opts)
+		b, err := New(withRuntime(t, tc.opts))
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%+v: err = %v, want %q", tc.opts, err, tc.wantErr)
@@ -733,7 +700,7 @@ func decodeDirect(t *testing.T, b *Backend, tokens []int) int {
 		chunk := tokens[start:min(start+b.opts.BatchSize, len(tokens))]
 		b.batch.Clear()
 		for i, tk := range chunk {
-			b.batch.Add(tk, nil, start+i, start+i == len(tokens)-1, 0)
+			b.batch.Add(tk, start+i, start+i == len(tokens)-1, 0)
 		}
 		if err := b.lc.Decode(b.batch); err != nil {
 			t.Fatal(err)

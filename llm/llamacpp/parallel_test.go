@@ -435,16 +435,8 @@ func TestParallelOneIsSerial(t *testing.T) {
 	if _, err := b.Complete(context.Background(), llm.Request{Messages: conversation(0), MaxTokens: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Options{ModelPath: b.opts.ModelPath, Parallel: MaxParallel + 1}); err == nil || !strings.Contains(err.Error(), "parallel") {
+	if _, err := New(withRuntime(t, Options{ModelPath: b.opts.ModelPath, Parallel: MaxParallel + 1})); err == nil || !strings.Contains(err.Error(), "parallel") {
 		t.Errorf("Parallel %d: err = %v", MaxParallel+1, err)
-	}
-}
-
-// SetUnifiedKV (the bench's probe compares both caches) writes the binding's
-// llama.h layout.
-func TestUnifiedKVLayout(t *testing.T) {
-	if !kvLayoutOK {
-		t.Fatal("llama_context_params layout differs from kvparams.go's copy: update it for the binding's llama.h")
 	}
 }
 

@@ -1,14 +1,17 @@
+//go:build cgollama
+
 package llamacpp
 
-// The binding runs each graph on a thread pool ggml makes and frees per
-// decode, whose workers poll for work (polling level 50) before they
-// sleep. tact gives the context one pool for its life instead, made with
+// The cgo provider's thread pool (the runtime's is llamalib's
+// Context.AttachThreadpool). The binding runs each graph on a thread pool
+// ggml makes and frees per decode, whose workers poll for work (polling
+// level 50) before they sleep. tact gives the context one pool for its life instead, made with
 // polling level 0: between decodes (while Go samples the next token) its
 // workers sleep at once rather than spin against the sampling thread and
 // other processes. (Within a graph ggml's barriers spin whatever the
 // level; that is what the thread count chosen from the load avoids, see
 // internal/threads.) The binding exposes no thread pool, so the functions
-// are declared here, like clog.go's; the struct mirrors ggml.h's (v0.17.4,
+// are declared here, like cgo_c.go's; the struct mirrors ggml.h's (v0.17.4,
 // GGML_MAX_N_THREADS 512) and is filled by ggml's own initializer.
 
 /*

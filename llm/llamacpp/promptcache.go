@@ -20,14 +20,17 @@ package llamacpp
 //   - The key (internal/promptcache.Key) covers the model file (path,
 //     size, modification time), the context size, batch size, KV cache
 //     type, flash attention, GPU offload, the payload's layout and the
-//     build (tact's version, the llama.cpp module and its sum, the cgo
+//     build (tact's version and the llama.cpp that computes: the runtime's
+//     version, directory and CPU library, or the cgo build's module and
 //     flags); the exact tokens name the file and are checked on load.
-//   - The payload: llama.cpp's sequence state (kvstate.go). Its first word
-//     is the context's KV stream count and one cell count follows per
-//     stream, all zero but the saved sequence's; for a plain KV cache the
-//     file keeps only the saved stream's part, and a load frames it for
-//     the loading context, so a prefix saved at --parallel 1 seeds a
-//     sequence of a --parallel 8 context too. Other memory kinds (sliding
+//   - The payload: llama.cpp's sequence state (kvstate.go). After a
+//     header (the runtime's llama.cpp writes a magic word and the source
+//     sequence's id; the cgo one nothing), its first word is the
+//     context's KV stream count and one cell count follows per stream, all
+//     zero but the saved sequence's; for a plain KV cache the file keeps
+//     only the saved stream's part, and a load frames it for the loading
+//     context, so a prefix saved at --parallel 1 seeds a sequence of a
+//     --parallel 8 context too. Other memory kinds (sliding
 //     window, recurrent) keep the raw state, shared only with a context of
 //     the same shape.
 
@@ -60,8 +63,12 @@ type promptCache struct {
 	store promptcache.Store
 	key   promptcache.Key
 	// streams is the context's KV stream count when its sequence states
-	// are plain KV cache states (kvFraming); 0: other memory, raw states.
+	// are plain KV cache states (stateLayout); 0: other memory, raw
+	// states. header is what precedes the stream count in a state (an
+	// empty sequence's, replayed on load; llama.cpp ignores its sequence
+	// id).
 	streams int
+	header  []byte
 	// pinned memoizes the latest pinned prefix's text and tokens.
 	pinned struct {
 		text   string
@@ -125,51 +132,54 @@ func newPromptCache(b *Backend) *promptCache {
 		saved: map[string]bool{},
 	}
 	if o.GPULayers > 0 && len(b.gpus) > 0 {
-		names := make([]string, len(b.gpus))
-		for i, g := range b.gpus {
-			names[i] = g.Library + " " + g.ID
-		}
-		pc.key.GPU = fmt.Sprintf("%d layers on %s", o.GPULayers, strings.Join(names, ", "))
+		pc.key.GPU = fmt.Sprintf("%d layers on %s", o.GPULayers, strings.Join(b.gpus, ", "))
 	}
-	// An empty sequence's state is the stream count and a zero cell count
-	// a stream: 4*(1+streams) bytes for a plain KV cache (one stream a
-	// sequence when split, one in all when unified).
-	empty := seqStateSize(b.lc, 0)
-	if n := empty/4 - 1; empty%4 == 0 && (n == 1 || n == o.Parallel) {
-		pc.streams = n
-		pc.key.Layout = "kv-sequence-1"
+	empty, err := seqState(b.lc, 0)
+	if head, n, ok := stateLayout(empty, o.Parallel); err == nil && ok {
+		pc.streams, pc.header = n, empty[:head]
+		pc.key.Layout = fmt.Sprintf("kv-sequence-1+%d", head)
 	} else {
-		pc.key.Layout = fmt.Sprintf("raw-%d-%d", empty, o.Parallel)
+		pc.key.Layout = fmt.Sprintf("raw-%d-%d", len(empty), o.Parallel)
 	}
 	return pc
 }
 
+// stateLayout reads an empty sequence's state, seqs sequences in the
+// context: for a plain KV cache it is a header (none, or the runtime's
+// magic word and sequence id: 8 bytes), the stream count and a zero cell
+// count a stream (one stream a sequence when split, one in all when
+// unified). ok is false for other memory (sliding window, recurrent).
+func stateLayout(empty []byte, seqs int) (head, streams int, ok bool) {
+	for _, head := range []int{0, 8} {
+		rest := empty[min(head, len(empty)):]
+		n := len(rest)/4 - 1
+		if len(rest)%4 != 0 || (n != 1 && n != seqs) || binary.LittleEndian.Uint32(rest) != uint32(n) {
+			continue
+		}
+		if slices.ContainsFunc(rest[4:], func(b byte) bool { return b != 0 }) {
+			continue
+		}
+		return head, n, true
+	}
+	return 0, 0, false
+}
+
 var buildOnce = sync.OnceValue(func() string {
 	id := "tact " + buildinfo.Version
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return id
-	}
-	for _, d := range bi.Deps {
-		if d.Path == "github.com/ollama/ollama" {
-			if d.Replace != nil {
-				d = d.Replace
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+				id += ", " + s.Key + "=" + s.Value
 			}
-			id += ", llama.cpp of " + d.Path + " " + d.Version + " " + d.Sum
-		}
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "GOARCH", "GOAMD64", "GOARM64", "CGO_CFLAGS", "CGO_CXXFLAGS", "vcs.revision", "vcs.modified":
-			id += ", " + s.Key + "=" + s.Value
 		}
 	}
 	return id
 })
 
-// buildID names the build that computes KV states: tact's version, the
-// llama.cpp module (go.mod pins it) and the flags it was compiled with.
-func buildID() string { return buildOnce() }
+// buildID names the build that computes KV states: tact's version and the
+// provider's llama.cpp (its version, or the module and flags it was
+// compiled from).
+func buildID() string { return buildOnce() + "; " + prov.buildID() }
 
 // pinnedPrefix is the prompt's persistable prefix: the tokens of req's
 // first PersistableMessages messages as the chat template formats them,
@@ -207,7 +217,7 @@ func (b *Backend) loadSeq(seq int, pin []int) (loaded, cleared bool) {
 	start := time.Now()
 	frame := promptcache.Frame{}
 	if pc.streams > 0 {
-		frame = promptcache.Frame{Before: 4, After: 4 * (pc.streams - 1)}
+		frame = promptcache.Frame{Before: len(pc.header) + 4, After: 4 * (pc.streams - 1)}
 	}
 	buf, err := pc.store.Load(pc.key, pin, frame)
 	if err != nil {
@@ -223,7 +233,8 @@ func (b *Backend) loadSeq(seq int, pin []int) (loaded, cleared bool) {
 		return false, false
 	}
 	if pc.streams > 0 {
-		binary.LittleEndian.PutUint32(buf, uint32(pc.streams))
+		copy(buf, pc.header)
+		binary.LittleEndian.PutUint32(buf[len(pc.header):], uint32(pc.streams))
 	}
 	b.lc.KvCacheSeqRm(seq, -1, -1)
 	if err := setSeqState(b.lc, seq, buf); err != nil {
@@ -258,7 +269,7 @@ func (b *Backend) saveSeq(seq int, pin []int) time.Duration {
 	start := time.Now()
 	state, err := seqState(b.lc, seq)
 	if err == nil && pc.streams > 0 {
-		state, err = streamPart(state, pc.streams, seq)
+		state, err = streamPart(state, len(pc.header), pc.streams, seq)
 	}
 	if err == nil {
 		err = pc.store.Save(pc.key, pin, state)
@@ -278,19 +289,19 @@ func (b *Backend) saveSeq(seq int, pin []int) time.Duration {
 }
 
 // streamPart is the part of a plain KV cache's sequence state that belongs
-// to the stream of seq: the state without its stream count and the other
-// streams' zero cell counts. An unexpected shape is an error (nothing is
-// saved).
-func streamPart(state []byte, streams, seq int) ([]byte, error) {
+// to the stream of seq: the state without its header, its stream count
+// and the other streams' zero cell counts. An unexpected shape is an error
+// (nothing is saved).
+func streamPart(state []byte, head, streams, seq int) ([]byte, error) {
 	s := 0 // the stream holding seq: its own when split, the one otherwise
 	if streams > 1 {
 		s = seq
 	}
-	lead, trail := 4+4*s, 4*(streams-1-s)
-	if len(state) < lead+4+trail || binary.LittleEndian.Uint32(state) != uint32(streams) {
+	lead, trail := head+4+4*s, 4*(streams-1-s)
+	if len(state) < lead+4+trail || binary.LittleEndian.Uint32(state[head:]) != uint32(streams) {
 		return nil, errors.New("unexpected sequence state layout")
 	}
-	for _, w := range [][]byte{state[4:lead], state[len(state)-trail:]} {
+	for _, w := range [][]byte{state[head+4 : lead], state[len(state)-trail:]} {
 		for i := 0; i < len(w); i += 4 {
 			if binary.LittleEndian.Uint32(w[i:]) != 0 {
 				return nil, errors.New("sequence state holds cells of other streams")

@@ -72,8 +72,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ollama/ollama/llama"
-
 	"github.com/tactcli/tact/llm"
 )
 
@@ -200,7 +198,7 @@ func (s *sched) cancel(j *job) {
 	s.mu.Lock()
 	if len(s.inflight) > 0 && slices.Contains(s.inflight, j) &&
 		!slices.ContainsFunc(s.inflight, func(o *job) bool { return !o.cancelled.Load() }) {
-		s.b.abort.set(true)
+		s.b.lc.setAbort(true)
 	}
 	s.mu.Unlock()
 	s.poke()
@@ -374,6 +372,11 @@ func (s *sched) finish(j *job, err error) {
 	}
 	b.callDone(j.req, j.usage, j.smpl, time.Since(j.submitted))
 	b.mu.Unlock()
+	if len(s.active) == 0 && len(s.queue) == 0 {
+		// The last call gives its CPU turn back before its caller
+		// returns: another process may go on at once.
+		s.releaseTurn()
+	}
 	j.err = err
 	close(j.done)
 }
@@ -398,13 +401,15 @@ func (s *sched) takeTurn() bool {
 	for {
 		select {
 		case r := <-got:
-			// Everyone queued or running waited for it.
+			// Everyone queued or running waited for it, at most as long
+			// as the lock made the turn wait: a free lock costs nothing,
+			// however long a busy machine took to run this goroutine.
 			for _, j := range append(slices.Clone(s.active), s.queue...) {
 				from := start
 				if j.submitted.After(start) {
 					from = j.submitted
 				}
-				j.usage.CPUWaitMS += time.Since(from).Milliseconds()
+				j.usage.CPUWaitMS += min(time.Since(from), r.t.waited).Milliseconds()
 			}
 			if r.err != nil {
 				s.b.loadWait += loadWait
@@ -466,7 +471,7 @@ func (s *sched) step() {
 		pos := len(j.slot.cache)
 		if j.last >= 0 {
 			j.idx = b.batch.NumTokens()
-			b.batch.Add(j.last, nil, pos, true, j.slot.seq)
+			b.batch.Add(j.last, pos, true, j.slot.seq)
 			continue
 		}
 		chunk := j.prompt[j.next : j.next+j.inBatch]
@@ -475,7 +480,7 @@ func (s *sched) step() {
 			if done && i == len(chunk)-1 {
 				j.idx = b.batch.NumTokens()
 			}
-			b.batch.Add(t, nil, pos+i, done && i == len(chunk)-1, j.slot.seq)
+			b.batch.Add(t, pos+i, done && i == len(chunk)-1, j.slot.seq)
 		}
 		prompt += len(chunk)
 	}
@@ -483,15 +488,15 @@ func (s *sched) step() {
 	s.inflight = batch
 	// Set or cleared here, under s.mu as cancel is: a flag left over from
 	// a cancel that came after the last decode never aborts live work.
-	b.abort.set(!slices.ContainsFunc(batch, func(j *job) bool { return !j.cancelled.Load() }))
+	b.lc.setAbort(!slices.ContainsFunc(batch, func(j *job) bool { return !j.cancelled.Load() }))
 	s.mu.Unlock()
 	start := time.Now()
 	err := b.lc.Decode(b.batch)
 	took := time.Since(start)
 	s.mu.Lock()
 	s.inflight = nil
-	aborted := b.abort.isSet()
-	b.abort.set(false)
+	aborted := b.lc.aborting() || errors.Is(err, errAborted)
+	b.lc.setAbort(false)
 	s.mu.Unlock()
 
 	b.mu.Lock()
@@ -505,8 +510,9 @@ func (s *sched) step() {
 
 	if err != nil {
 		for _, j := range batch {
-			// llama.cpp rolled back the failed batch; make sure of it.
-			b.lc.KvCacheSeqRm(j.slot.seq, len(j.slot.cache), -1)
+			// llama.cpp rolled back the failed batch, but an abort keeps
+			// the ubatches finished before it: drop them.
+			s.cut(j.slot, len(j.slot.cache))
 			j.inBatch, j.idx = 0, -1
 		}
 		switch {
@@ -516,7 +522,7 @@ func (s *sched) step() {
 					s.finish(j, j.ctx.Err())
 				}
 			}
-		case errors.Is(err, llama.ErrKvCacheFull):
+		case errors.Is(err, errKVFull):
 			for _, j := range batch {
 				s.finish(j, fmt.Errorf("%w: no room in the KV cache after %d tokens (context %d)", ErrContextFull, len(j.slot.cache), b.opts.CtxSize))
 			}

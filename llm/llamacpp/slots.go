@@ -106,24 +106,31 @@ func (s *sched) trim(sl *slot, n int) {
 	if n >= len(sl.cache) {
 		return
 	}
+	s.cut(sl, n)
+}
+
+// cut drops sl's cells from position n on, all of them when the memory
+// cannot drop a suffix (recurrent layers, as in Qwen3.5's hybrid).
+func (s *sched) cut(sl *slot, n int) {
 	if !s.b.lc.KvCacheSeqRm(sl.seq, n, -1) {
-		// Some memory types (recurrent) cannot drop a suffix.
 		s.b.lc.KvCacheSeqRm(sl.seq, -1, -1)
 		n = 0
 	}
-	sl.cache = sl.cache[:n]
+	sl.cache = sl.cache[:min(n, len(sl.cache))]
 }
 
-// copyPrefix makes dst's sequence the first n tokens of src's.
+// copyPrefix makes dst's sequence the first n tokens of src's; with memory
+// that cannot drop a suffix, only a copy of all of src's (n tokens) holds,
+// else dst ends up empty.
 func (s *sched) copyPrefix(src, dst *slot, n int) {
 	lc := s.b.lc
 	lc.KvCacheSeqRm(dst.seq, -1, -1)
 	// A split cache copies whole streams only.
 	lc.KvCacheSeqCp(src.seq, dst.seq, -1, -1)
-	lc.KvCacheSeqRm(dst.seq, n, -1)
-	dst.cache = append(dst.cache[:0], src.cache[:n]...)
+	dst.cache = append(dst.cache[:0], src.cache...)
+	s.cut(dst, n)
 	if dst.job != nil {
-		dst.job.copied = n
+		dst.job.copied = len(dst.cache)
 	}
 }
 
@@ -142,8 +149,8 @@ func (s *sched) resolve(force bool) {
 		j.follow, j.followOf = nil, nil
 		if have > len(j.slot.cache) {
 			s.copyPrefix(src, j.slot, have)
-			j.next = have
-			j.usage.CachedTokens = have
+			j.next = len(j.slot.cache)
+			j.usage.CachedTokens = j.next
 		}
 	}
 }

@@ -78,8 +78,9 @@ var (
 	opened *Lib
 )
 
-// Open loads the runtime in dir, whose llama.cpp must report version want
-// (llama_version(); "" skips that check). See the package comment.
+// Open loads the runtime in dir, whose llama.cpp must be release want
+// (llama_version(), as SameRelease compares it; "" skips that check). See
+// the package comment.
 func Open(dir, want string) (*Lib, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -91,7 +92,7 @@ func Open(dir, want string) (*Lib, error) {
 		if opened.dir != abs {
 			return nil, fmt.Errorf("%w: llama.cpp runtime %s: this process already runs the one in %s", ErrBadRuntime, abs, opened.dir)
 		}
-		if want != "" && opened.version != want {
+		if want != "" && !SameRelease(opened.version, want) {
 			return nil, fmt.Errorf("%w: llama.cpp runtime %s is llama.cpp %s, tact wants %s", ErrBadRuntime, abs, opened.version, want)
 		}
 		return opened, nil
@@ -133,7 +134,7 @@ func open(dir, want string) (*Lib, error) {
 	l.version = goString(l.a.llamaVersion())
 	l.ggmlVersion = goString(l.a.ggmlVersion())
 	l.ggmlCommit = goString(l.a.ggmlCommit())
-	if want != "" && l.version != want {
+	if want != "" && !SameRelease(l.version, want) {
 		return nil, fmt.Errorf("%w: %s holds llama.cpp %s, tact wants %s", ErrBadRuntime, dir, l.version, want)
 	}
 	if err := l.selfTest(); err != nil {
@@ -146,6 +147,15 @@ func open(dir, want string) (*Lib, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// SameRelease reports whether llama_version() got is release want: equal
+// once a leading "v" (release tags: "v0.5.0") is dropped from both, or
+// got is want's "-dev" build (what the release's sources build unless
+// told otherwise: the prebuilt runtime reports "0.5.0-dev").
+func SameRelease(got, want string) bool {
+	got, want = strings.TrimPrefix(got, "v"), strings.TrimPrefix(want, "v")
+	return got == want || got == want+"-dev"
 }
 
 // findLib finds stem.so in dir, or the one suffixed stem.*.so (how the

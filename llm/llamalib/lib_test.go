@@ -72,27 +72,23 @@ func TestStructLayout(t *testing.T) {
 // it; an existing directory whose library is not a library is
 // ErrBadRuntime naming the file.
 func TestOpenBadDirs(t *testing.T) {
-	if opened != nil {
-		t.Skip("a runtime is loaded in this process already")
-	}
+	// open, not Open: these fail before anything global changes, and a
+	// runtime another test loaded must not hide them.
 	missing := filepath.Join(t.TempDir(), "nope")
-	if _, err := Open(missing, ""); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), missing) {
-		t.Errorf("Open(missing) = %v, want ErrNotInstalled naming %s", err, missing)
+	if _, err := open(missing, ""); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("open(missing) = %v, want ErrNotInstalled naming %s", err, missing)
 	}
 	empty := t.TempDir()
-	if _, err := Open(empty, ""); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "libggml-base") {
-		t.Errorf("Open(empty) = %v, want ErrNotInstalled naming libggml-base", err)
+	if _, err := open(empty, ""); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "libggml-base") {
+		t.Errorf("open(empty) = %v, want ErrNotInstalled naming libggml-base", err)
 	}
 	corrupt := t.TempDir()
 	if err := os.WriteFile(filepath.Join(corrupt, "libggml-base.so"), []byte("not an ELF file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(corrupt, "")
+	_, err := open(corrupt, "")
 	if !errors.Is(err, ErrBadRuntime) || !strings.Contains(err.Error(), "libggml-base.so does not load") || strings.Contains(err.Error(), "\n") {
-		t.Errorf("Open(corrupt) = %v, want one line: ErrBadRuntime, libggml-base.so does not load", err)
-	}
-	if opened != nil {
-		t.Fatal("a failed Open left a runtime loaded")
+		t.Errorf("open(corrupt) = %v, want one line: ErrBadRuntime, libggml-base.so does not load", err)
 	}
 }
 
@@ -112,6 +108,20 @@ func TestOpenOnce(t *testing.T) {
 	}
 	if _, err := Open(t.TempDir(), ""); !errors.Is(err, ErrBadRuntime) || !strings.Contains(err.Error(), "already runs") {
 		t.Errorf("Open(second dir) = %v, want ErrBadRuntime: one runtime per process", err)
+	}
+}
+
+func TestSameRelease(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+		same      bool
+	}{
+		{"0.5.0-dev", "v0.5.0", true}, {"0.5.0", "v0.5.0", true}, {"0.5.0-dev", "0.5.0-dev", true},
+		{"0.5.1-dev", "v0.5.0", false}, {"0.5.0-rc1", "v0.5.0", false}, {"0.5.0", "v0.5.0-dev", false},
+	} {
+		if got := SameRelease(c.got, c.want); got != c.same {
+			t.Errorf("SameRelease(%q, %q) = %v", c.got, c.want, got)
+		}
 	}
 }
 

@@ -44,9 +44,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ollama/ollama/llama"
-	"github.com/ollama/ollama/ml"
-
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/llm/llamacpp"
 	"github.com/tactcli/tact/models"
@@ -99,6 +96,10 @@ func progress(format string, a ...any) {
 func run() error {
 	if *onlyFlag != "" && !slices.Contains([]string{"backend", "concurrency", "longrun", "parallel", "batch", "promptcache", "openai", "peers", "serve", "history"}, *onlyFlag) {
 		return fmt.Errorf("-only %q: want backend, concurrency, longrun, parallel, batch, promptcache, openai, peers, serve or history", *onlyFlag)
+	}
+	if *tactPeerFlag != "" {
+		// A child of -only peers: tact's row on this build's provider.
+		return tactPeerChild(*tactPeerFlag)
 	}
 	if *onlyFlag == "history" {
 		// The run history's cost a step: no model, seconds.
@@ -199,7 +200,7 @@ func backendBench(path string, threads int) error {
 		return err
 	}
 	defer os.RemoveAll(lockDir)
-	be, err := llamacpp.New(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, GPULayers: *gpuLayersFlag, Verbose: *verboseFlag, CPULockDir: lockDir})
+	be, err := newBackend(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, GPULayers: *gpuLayersFlag, Verbose: *verboseFlag, CPULockDir: lockDir})
 	if err != nil {
 		return err
 	}
@@ -360,57 +361,38 @@ func chatML(msgs []llm.Message) string {
 	return sb.String()
 }
 
-// bare is the baseline: the binding used directly, as a minimal program
-// would, with the same context parameters and sampler as the backend.
-type bare struct {
-	model *llama.Model
-	lc    *llama.Context
-	batch *llama.Batch
-}
+// bare is the baseline: the build's llama.cpp used directly
+// (llamacpp.Bare), as a minimal program would, with the same context
+// parameters and sampler chain as the backend.
+type bare struct{ r *llamacpp.Bare }
 
 func newBare(path string, threads int) (*bare, error) {
 	// The same layers as the backend's (its load already found the GPU
 	// backend libraries, or warned that none loaded).
-	layers := *gpuLayersFlag
-	if len(llama.EnumerateGPUs()) == 0 {
-		layers = 0
-	}
-	m, err := llama.LoadModelFromFile(path, llama.ModelParams{UseMmap: true, NumGpuLayers: layers})
+	r, err := openBare(llamacpp.BareOptions{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize,
+		GPULayers: *gpuLayersFlag, Verbose: *verboseFlag})
 	if err != nil {
 		return nil, err
 	}
-	lc, err := llama.NewContextWithModel(m, llama.NewContextParams(ctxSize, batchSize, 1, threads, ml.FlashAttentionDisabled, "f16"))
-	if err != nil {
-		return nil, err
-	}
-	b, err := llama.NewBatch(batchSize, 1, 0)
-	if err != nil {
-		return nil, err
-	}
-	return &bare{model: m, lc: lc, batch: b}, nil
-}
-
-func samplingParams(s llm.Sampling) llama.SamplingParams {
-	return llama.SamplingParams{Temp: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP,
-		TypicalP: 1, PenaltyRepeat: 1, Seed: uint32(s.Seed)}
+	return &bare{r}, nil
 }
 
 // evalPrompt clears the cache, tokenizes and decodes text, and returns the
 // index of the last token's logits.
 func (r *bare) evalPrompt(text string) (int, int, error) {
-	r.lc.KvCacheClear()
-	toks, err := r.model.Tokenize(text, true, true)
+	r.r.Clear()
+	toks, err := r.r.Tokenize(text, true, true)
 	if err != nil {
 		return 0, 0, err
 	}
 	idx := 0
 	for start := 0; start < len(toks); start += batchSize {
 		chunk := toks[start:min(start+batchSize, len(toks))]
-		r.batch.Clear()
+		batch := make([]llamacpp.BareToken, len(chunk))
 		for i, t := range chunk {
-			r.batch.Add(t, nil, start+i, start+i == len(toks)-1, 0)
+			batch[i] = llamacpp.BareToken{Tok: t, Pos: start + i, Logits: start+i == len(toks)-1}
 		}
-		if err := r.lc.Decode(r.batch); err != nil {
+		if err := r.r.Decode(batch); err != nil {
 			return 0, 0, err
 		}
 		idx = len(chunk) - 1
@@ -424,13 +406,16 @@ func (r *bare) prompt(text string, s llm.Sampling) (int, time.Duration, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	sc, err := llama.NewSamplingContext(r.model, samplingParams(s))
+	sc, err := r.r.NewSampler(s)
 	if err != nil {
 		return 0, 0, err
 	}
-	tok := sc.Sample(r.lc, idx)
-	sc.Accept(tok, true)
-	_ = r.model.TokenToPiece(tok)
+	defer sc.Close()
+	tok, err := sc.Sample(idx)
+	if err != nil {
+		return 0, 0, err
+	}
+	_ = r.r.Piece(tok)
 	return n, time.Since(start), nil
 }
 
@@ -439,22 +424,23 @@ func (r *bare) generate(text string, s llm.Sampling, n int) ([]time.Time, error)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := llama.NewSamplingContext(r.model, samplingParams(s))
+	sc, err := r.r.NewSampler(s)
 	if err != nil {
 		return nil, err
 	}
+	defer sc.Close()
 	var stamps []time.Time
 	for i := range n {
-		tok := sc.Sample(r.lc, idx)
-		sc.Accept(tok, true)
-		_ = r.model.TokenToPiece(tok)
+		tok, err := sc.Sample(idx)
+		if err != nil {
+			return nil, err
+		}
+		_ = r.r.Piece(tok)
 		stamps = append(stamps, time.Now())
 		if i == n-1 {
 			break
 		}
-		r.batch.Clear()
-		r.batch.Add(tok, nil, pos, true, 0)
-		if err := r.lc.Decode(r.batch); err != nil {
+		if err := r.r.Decode([]llamacpp.BareToken{{Tok: tok, Pos: pos, Logits: true}}); err != nil {
 			return nil, err
 		}
 		pos++

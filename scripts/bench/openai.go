@@ -49,7 +49,7 @@ func openaiBench(path string, threads int) error {
 		return err
 	}
 	defer os.RemoveAll(lockDir)
-	local, err := llamacpp.New(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag, CPULockDir: lockDir})
+	local, err := newBackend(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag, CPULockDir: lockDir})
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ollama/ollama/llama"
-	"github.com/ollama/ollama/ml"
-
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/llm/llamacpp"
 )
@@ -51,11 +48,6 @@ type probeRow struct {
 // prefix. The counts take turns round by round, so a busy machine slows
 // them alike.
 func batchProbe(path string, threads int) ([]probeRow, error) {
-	m, err := llama.LoadModelFromFile(path, llama.ModelParams{UseMmap: true})
-	if err != nil {
-		return nil, err
-	}
-	defer llama.FreeModel(m)
 	prefix := make([]int, *probePrefixFlag)
 	for i := range prefix {
 		prefix[i] = 300 + (i*7919)%20000 // any tokens: the weights are random
@@ -66,7 +58,7 @@ func batchProbe(path string, threads int) ([]probeRow, error) {
 	}
 	for _, unified := range []bool{false, true} {
 		progress("batch probe: unified KV %v", unified)
-		ds, err := probeKind(m, threads, prefix, unified)
+		ds, err := probeKind(path, threads, prefix, unified)
 		if err != nil {
 			return nil, err
 		}
@@ -81,56 +73,48 @@ func batchProbe(path string, threads int) ([]probeRow, error) {
 	return rows, nil
 }
 
-func probeKind(m *llama.Model, threads int, prefix []int, unified bool) ([]time.Duration, error) {
+func probeKind(path string, threads int, prefix []int, unified bool) ([]time.Duration, error) {
 	seqs := slices.Max(probeSeqsFlag)
 	rounds := *probeDecodesFlag + 2
 	perSeq := len(prefix) + rounds*len(probeSeqsFlag) + 256
-	p := llama.NewContextParams(perSeq*seqs, batchSize, seqs, threads, ml.FlashAttentionDisabled, "f16")
-	if err := llamacpp.SetUnifiedKV(&p, unified); err != nil {
-		return nil, err
-	}
-	lc, err := llama.NewContextWithModel(m, p)
+	r, err := openBare(llamacpp.BareOptions{ModelPath: path, Threads: threads, CtxSize: perSeq * seqs, BatchSize: batchSize,
+		Seqs: seqs, Unified: unified, Verbose: *verboseFlag})
 	if err != nil {
 		return nil, err
 	}
-	defer llamacpp.FreeContext(lc)
-	batch, err := llama.NewBatch(batchSize, 1, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer batch.Free()
+	defer r.Close()
 	// The prefix once into sequence 0, then copied to the others (in a
 	// split cache a whole-stream copy, done by the next decode).
 	for start := 0; start < len(prefix); start += batchSize {
-		batch.Clear()
+		var batch []llamacpp.BareToken
 		for i, t := range prefix[start:min(start+batchSize, len(prefix))] {
-			batch.Add(t, nil, start+i, false, 0)
+			batch = append(batch, llamacpp.BareToken{Tok: t, Pos: start + i})
 		}
-		if err := lc.Decode(batch); err != nil {
+		if err := r.Decode(batch); err != nil {
 			return nil, err
 		}
 	}
 	for s := 1; s < seqs; s++ {
-		lc.KvCacheSeqCp(0, s, -1, -1)
+		r.Copy(0, s)
 	}
 	pos := make([]int, seqs)
 	for s := range pos {
 		pos[s] = len(prefix)
 	}
 	times := make([][]time.Duration, len(probeSeqsFlag))
-	for r := range rounds {
+	for round := range rounds {
 		for i, n := range probeSeqsFlag {
-			batch.Clear()
+			batch := make([]llamacpp.BareToken, n)
 			for s := range n {
-				batch.Add(400+s+r, nil, pos[s], true, s)
+				batch[s] = llamacpp.BareToken{Tok: 400 + s + round, Pos: pos[s], Seq: s, Logits: true}
 				pos[s]++
 			}
 			start := time.Now()
-			if err := lc.Decode(batch); err != nil {
+			if err := r.Decode(batch); err != nil {
 				return nil, err
 			}
-			_ = lc.GetLogitsIth(n - 1) // waits for the results
-			if r >= 2 {                // the first rounds do the copies and warm up
+			_ = r.Logits(n - 1) // waits for the results
+			if round >= 2 {     // the first rounds do the copies and warm up
 				times[i] = append(times[i], time.Since(start))
 			}
 		}
@@ -163,7 +147,7 @@ func parallelRuns(path string, threads int) ([]parallelRow, int, error) {
 	systemTokens := 0
 	for _, par := range parallelFlag {
 		progress("parallel: %d calls at Parallel %d", *parallelJobsFlag, par)
-		be, err := llamacpp.New(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: 2048, BatchSize: batchSize,
+		be, err := newBackend(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: 2048, BatchSize: batchSize,
 			Parallel: par, Verbose: *verboseFlag, CPULockDir: lockDir})
 		if err != nil {
 			return nil, 0, err

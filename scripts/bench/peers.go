@@ -47,8 +47,9 @@ type peerWorkload struct {
 	Steps       []string `json:"steps"` // the ReAct loop's prompts, each holding the last
 	StepGen     int      `json:"stepGen"`
 	ReactRepeat int      `json:"reactRepeat"`
-	msgs        []llm.Message
-	stepMsgs    [][]llm.Message
+	// The same as messages, for tact's other provider (-tact-peer).
+	Msgs     []llm.Message   `json:"msgs"`
+	StepMsgs [][]llm.Message `json:"stepMsgs"`
 }
 
 type peerReact struct {
@@ -77,16 +78,23 @@ func peersBench(path string, threads int) error {
 		return err
 	}
 	defer os.RemoveAll(lockDir)
-	be, err := llamacpp.New(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag, CPULockDir: lockDir})
+	be, err := newBackend(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag, CPULockDir: lockDir})
 	if err != nil {
 		return err
 	}
 	w := newPeerWorkload(be, path, threads)
 
-	progress("peers: tact")
+	progress("peers: tact, %s provider", llamacpp.ProviderName)
 	tact := tactPeer(be, w)
-	tact.name = "tact (in-process)"
+	tact.name = tactRowName(llamacpp.ProviderName, be.Describe())
 	be.Close() // the model's memory goes before the next engine loads its own
+
+	other := otherProvider()
+	progress("peers: tact, %s provider (go run -tags %q)", other.name, other.tags)
+	tactOther := otherTactPeer(w, other)
+	if tactOther.name == "" {
+		tactOther.name = "tact, " + other.name + " provider"
+	}
 
 	progress("peers: node-llama-cpp %s", nodeLlamaVersion)
 	node := nodePeer(w)
@@ -96,7 +104,7 @@ func peersBench(path string, threads int) error {
 	ollama := ollamaPeer(w)
 	ollama.name = "ollama " + ollama.Version + " /api/generate"
 
-	reportPeers(w, []*peerResult{tact, node, ollama})
+	reportPeers(w, []*peerResult{tact, tactOther, node, ollama})
 	return nil
 }
 
@@ -105,9 +113,9 @@ func newPeerWorkload(be *llamacpp.Backend, path string, threads int) *peerWorklo
 	w := &peerWorkload{Model: path, Threads: threads, Ctx: ctxSize, Batch: batchSize, Repeat: *repeatFlag,
 		Gen: *genFlag, StepGen: 32, ReactRepeat: *reactRepeatFlag}
 	system := "You are tact, a careful agent. Reply with one JSON action.\n" + f.text(be, *promptFlag-40)
-	w.msgs = []llm.Message{{Role: llm.RoleSystem, Content: system},
+	w.Msgs = []llm.Message{{Role: llm.RoleSystem, Content: system},
 		{Role: llm.RoleUser, Content: "Query: find where the configuration file is parsed and summarize the error handling."}}
-	w.Prompt = chatML(w.msgs)
+	w.Prompt = chatML(w.Msgs)
 	// The loop's replies are fixed, so that every engine sees the same
 	// prompts whatever it draws.
 	msgs := []llm.Message{
@@ -115,7 +123,7 @@ func newPeerWorkload(be *llamacpp.Backend, path string, threads int) *peerWorklo
 		{Role: llm.RoleUser, Content: "Query: which function parses the configuration, and what does it do on errors?"},
 	}
 	for step := range *stepsFlag {
-		w.stepMsgs = append(w.stepMsgs, append([]llm.Message(nil), msgs...))
+		w.StepMsgs = append(w.StepMsgs, append([]llm.Message(nil), msgs...))
 		w.Steps = append(w.Steps, chatML(msgs))
 		msgs = append(msgs,
 			llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf(`{"thought":"step %d: read the next file that may parse it","tool":"read_file","args":{"path":"internal/config/load%d.go"}}`, step+1, step+1)},
@@ -131,7 +139,7 @@ func tactPeer(be *llamacpp.Backend, w *peerWorkload) *peerResult {
 	for i := range w.Repeat + 1 {
 		be.Reset()
 		start := time.Now()
-		r, err := be.Complete(context.Background(), llm.Request{Messages: w.msgs, Sampling: sp, MaxTokens: 1})
+		r, err := be.Complete(context.Background(), llm.Request{Messages: w.Msgs, Sampling: sp, MaxTokens: 1})
 		if err != nil {
 			res.err = err
 			return res
@@ -139,7 +147,7 @@ func tactPeer(be *llamacpp.Backend, w *peerWorkload) *peerResult {
 		pr := rate(r.Usage.PromptTokens, time.Since(start))
 		be.Reset()
 		var stamps []time.Time
-		r, err = be.Complete(context.Background(), llm.Request{Messages: w.msgs, Sampling: sp, MaxTokens: w.Gen,
+		r, err = be.Complete(context.Background(), llm.Request{Messages: w.Msgs, Sampling: sp, MaxTokens: w.Gen,
 			OnToken: func(string) { stamps = append(stamps, time.Now()) }})
 		if err != nil {
 			res.err = err
@@ -157,7 +165,7 @@ func tactPeer(be *llamacpp.Backend, w *peerWorkload) *peerResult {
 		be.Reset()
 		var pr peerReact
 		start := time.Now()
-		for i, msgs := range w.stepMsgs {
+		for i, msgs := range w.StepMsgs {
 			if !reuse {
 				be.Reset()
 			}

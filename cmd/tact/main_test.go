@@ -18,6 +18,7 @@ import (
 	"github.com/tactcli/tact/internal/mcptest"
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/internal/testlock"
+	"github.com/tactcli/tact/llm/llamacpp"
 	"github.com/tactcli/tact/llm/llamaruntime"
 	"github.com/tactcli/tact/sandbox"
 )
@@ -105,10 +106,14 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		// [root]: the script runs as root (it can chown files to another
-		// user, and root's own rules apply).
+		// user, and root's own rules apply). [cgollama]: tact runs the cgo
+		// llama.cpp provider (-tags cgollama), not the runtime.
 		Condition: func(cond string) (bool, error) {
-			if cond == "root" {
+			switch cond {
+			case "root":
 				return os.Geteuid() == 0, nil
+			case "cgollama":
+				return llamacpp.ProviderName == "cgo", nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -57,10 +57,12 @@ func TestRuntimeScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"jq":       cmdJQ,
-			"exitcode": cmdExitCode,
-			"registry": cmdRegistry,
-			"head":     cmdHead,
+			"jq":         cmdJQ,
+			"exitcode":   cmdExitCode,
+			"registry":   cmdRegistry,
+			"head":       cmdHead,
+			"synthmodel": cmdSynthModel,
+			"zap":        cmdZap,
 		},
 	})
 }
@@ -97,6 +99,19 @@ func cmdHead(ts *testscript.TestScript, neg bool, args []string) {
 	data, err := os.ReadFile(ts.MkAbs(args[1]))
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs(args[2]), data[:min(n, len(data))], 0o644))
+}
+
+// cmdZap overwrites the first 64 bytes of FILE with zeros, keeping its
+// size: a library damaged in place (zap FILE).
+func cmdZap(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: zap FILE")
+	}
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_WRONLY, 0)
+	ts.Check(err)
+	_, err = f.WriteAt(make([]byte, 64), 0)
+	ts.Check(err)
+	ts.Check(f.Close())
 }
 
 // TestRuntimeCommandArgs: what tact runtime install and build parse.

@@ -178,8 +178,8 @@ var buildOnce = sync.OnceValue(func() string {
 
 // buildID names the build that computes KV states: tact's version and the
 // provider's llama.cpp (its version, or the module and flags it was
-// compiled from).
-func buildID() string { return buildOnce() + "; " + prov.buildID() }
+// compiled from). A variable for the tests.
+var buildID = func() string { return buildOnce() + "; " + prov.buildID() }
 
 // pinnedPrefix is the prompt's persistable prefix: the tokens of req's
 // first PersistableMessages messages as the chat template formats them,

@@ -251,6 +251,43 @@ func TestPromptCacheMisses(t *testing.T) {
 	}
 }
 
+// Entries are named by the llama.cpp that computed them: the runtime's
+// release, directory and CPU library, or the cgo build's module and
+// flags. A state saved by one llama.cpp is never loaded by another.
+func TestPromptCacheOtherLlamaCpp(t *testing.T) {
+	dir := t.TempDir()
+	req := pinnedReq("what does main.go do?")
+	a := cachedTiny(t, dir, nil)
+	id := buildID()
+	want := []string{"github.com/ollama/ollama v0.17.4", "CGO_CFLAGS="}
+	if ProviderName == "runtime" {
+		want = []string{"llama.cpp runtime 0.5.0", testRuntimeDir(t), "libggml-cpu-"}
+	}
+	for _, w := range want {
+		if !strings.Contains(id, w) {
+			t.Errorf("buildID() = %q, want it to name %q", id, w)
+		}
+	}
+	complete(t, a, req)
+
+	old := buildID
+	buildID = func() string { return old() + ", another llama.cpp" }
+	b := cachedTiny(t, dir, nil)
+	buildID = old
+	r := complete(t, b, req)
+	if r.Usage.DiskCachedTokens != 0 || b.Stats().DiskLoads != 0 {
+		t.Fatalf("another llama.cpp loaded the state: usage %+v", r.Usage)
+	}
+	if n := len(entries(t, dir)); n != 2 {
+		t.Fatalf("%d files, want 2 (one a llama.cpp)", n)
+	}
+	// The first llama.cpp still finds its own.
+	c := cachedTiny(t, dir, nil)
+	if r := complete(t, c, req); r.Usage.DiskCachedTokens == 0 {
+		t.Fatalf("the same llama.cpp missed its entry: usage %+v", r.Usage)
+	}
+}
+
 // Truncated, corrupt and mismatching files are ignored (the call evaluates
 // the prefix and answers the same) and replaced by a good one.
 func TestPromptCacheBadFilesReplaced(t *testing.T) {

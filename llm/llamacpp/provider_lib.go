@@ -24,19 +24,29 @@ type libProvider struct{ lib *llamalib.Lib }
 
 func (p *libProvider) init(o Options) error {
 	if o.RuntimeDir == "" {
-		return fmt.Errorf("%w: no llama.cpp runtime installed (run `tact runtime install`)", ErrNoRuntime)
+		return fmt.Errorf("%w: no llama.cpp runtime installed (run tact runtime install)", ErrNoRuntime)
 	}
 	lib, err := llamalib.Open(o.RuntimeDir, o.RuntimeVersion)
 	if err != nil {
 		if errors.Is(err, llamalib.ErrNotInstalled) {
-			return fmt.Errorf("%w: %v (run `tact runtime install`)", ErrNoRuntime, err)
+			return &runtimeError{kind: ErrNoRuntime, err: err, hint: "run tact runtime install"}
 		}
-		return fmt.Errorf("%w: %v (reinstall it: `tact runtime install`)", ErrBadRuntime, err)
+		return &runtimeError{kind: ErrBadRuntime, err: err, hint: "reinstall it: tact runtime install --force"}
 	}
 	p.lib = lib
 	lib.SetLogs(o.Verbose)
 	return nil
 }
+
+// runtimeError is llamalib's one line (which names what is wrong) with the
+// way out; it is ErrNoRuntime or ErrBadRuntime too.
+type runtimeError struct {
+	kind, err error
+	hint      string
+}
+
+func (e *runtimeError) Error() string   { return e.err.Error() + " (" + e.hint + ")" }
+func (e *runtimeError) Unwrap() []error { return []error{e.kind, e.err} }
 
 func (p *libProvider) setLogs(verbose bool) {
 	if p.lib != nil {

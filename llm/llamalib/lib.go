@@ -124,7 +124,8 @@ func open(dir, want string) (*Lib, error) {
 		}
 		h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s does not load: %v", ErrBadRuntime, path, err)
+			// dlerror's text starts with the path already.
+			return nil, fmt.Errorf("%w: %s does not load: %s", ErrBadRuntime, path, strings.TrimPrefix(err.Error(), path+": "))
 		}
 		llama = h // a handle's lookups search its dependencies too
 	}

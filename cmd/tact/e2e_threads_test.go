@@ -43,7 +43,7 @@ func TestDefaultThreadsBesideBurners(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello\n"), 0o644)
-	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"),
+	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), runtimeEnv(), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"),
 		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
 		"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "TACT_NO_INPUT=1"}
 

@@ -74,6 +74,19 @@ func TestCgoArchs(t *testing.T) {
 	}
 }
 
+// The module named in the cgo provider's name and prompt-cache build id is
+// the one go.mod requires.
+func TestCgoModulePin(t *testing.T) {
+	data, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*github\.com/ollama/ollama (v\S+)`).FindSubmatch(data)
+	if m == nil || "github.com/ollama/ollama "+string(m[1]) != ollamaModule {
+		t.Fatalf("go.mod requires %q; provider_cgo.go's ollamaModule is %q", m, ollamaModule)
+	}
+}
+
 // The 2026 architectures are refused before loading, in one line naming
 // the architecture and the way to the runtime.
 func TestCgoRefusesNewArchs(t *testing.T) {

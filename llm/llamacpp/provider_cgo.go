@@ -69,21 +69,27 @@ func (p *cgoProvider) init(o Options) error {
 func (p *cgoProvider) setLogs(verbose bool) { setLogs(verbose) }
 
 func (p *cgoProvider) name() string {
-	return "llama.cpp of github.com/ollama/ollama v0.17.4 (cgo)"
+	return "llama.cpp of " + ollamaModule + " (cgo)"
 }
 
+// ollamaModule is the module whose llama.cpp this provider compiles, as
+// go.mod requires it (TestCgoModulePin keeps them equal).
+const ollamaModule = "github.com/ollama/ollama v0.17.4"
+
 var cgoBuildOnce = sync.OnceValue(func() string {
-	id := "cgo"
+	id := "cgo, llama.cpp of " + ollamaModule
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return id
 	}
+	// A binary's build info also has the module's checksum (or its
+	// replacement); a test binary's has no dependencies.
 	for _, d := range bi.Deps {
 		if d.Path == "github.com/ollama/ollama" {
 			if d.Replace != nil {
 				d = d.Replace
 			}
-			id += ", llama.cpp of " + d.Path + " " + d.Version + " " + d.Sum
+			id += " (" + d.Path + " " + d.Version + " " + d.Sum + ")"
 		}
 	}
 	for _, s := range bi.Settings {

@@ -1,11 +1,14 @@
 package runrecord
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
 
+	"github.com/tactcli/tact/history"
 	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/redact"
 	"github.com/tactcli/tact/schema"
 )
 
@@ -82,4 +85,43 @@ func FuzzMakeAnswer(f *testing.F) {
 			t.Fatalf("answer %q accepted but does not validate: %v", a.Text, err)
 		}
 	})
+}
+
+// Paused: a run that ended needs_input waits, and so does one killed
+// after its pause (never ended, the pending call in its checkpoint); one
+// a run went on with, or one that ended another way, does not.
+func TestPaused(t *testing.T) {
+	ctx := context.Background()
+	cp := react.Checkpoint{Pending: &react.Pending{Question: react.Question{Kind: react.KindQuestion, Question: "q?"}}}
+	path := record(t, func(st *history.Store, red *redact.Redactor) {
+		paused := NewWriter(st, red, history.Run{ID: "paused"})
+		paused.Begin("q", nil)
+		paused.Checkpoint(cp)
+		paused.End("q", &react.Result{TerminationReason: react.ReasonNeedsInput}, Termination{})
+		killed := NewWriter(st, red, history.Run{ID: "killed"})
+		killed.Begin("q", nil)
+		killed.Checkpoint(cp)
+		answered := NewWriter(st, red, history.Run{ID: "answered"})
+		answered.Begin("q", nil)
+		answered.Checkpoint(cp)
+		answered.End("q", &react.Result{TerminationReason: react.ReasonNeedsInput}, Termination{})
+		NewWriter(st, red, history.Run{ID: "answer", ResumedFrom: "answered"}).End("q", &react.Result{TerminationReason: react.ReasonSuccess}, Termination{})
+		NewWriter(st, red, history.Run{ID: "done"}).End("q", &react.Result{TerminationReason: react.ReasonSuccess}, Termination{})
+	})
+	for id, waits := range map[string]bool{"paused": true, "killed": true, "answered": false, "done": false} {
+		book, rec, err := OpenRun(ctx, path, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := book.Resumption(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, perr := PendingOf(id, r.Checkpoint)
+		err = book.Paused(ctx, rec, perr == nil)
+		if (err == nil) != waits {
+			t.Errorf("%s: Paused says %v, want waiting %v", id, err, waits)
+		}
+		book.Close()
+	}
 }

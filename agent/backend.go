@@ -142,18 +142,15 @@ func impliedBackend(s *config.Settings) string {
 // PullTarget is the catalog model --pull downloads before a run with these
 // settings opens its backend (openBackend's choice, made ahead of it): the
 // catalog model --model names when it is not in the models directory, or
-// the recommended default when no model is set, the directory holds none
-// and the run would load one (no --script, no server). ok is false when
-// nothing needs downloading.
+// the recommended default when no model is set and the directory holds
+// none; nothing for a model server. ok is false when nothing needs
+// downloading.
 func PullTarget(s *config.Settings) (e models.CatalogEntry, ok bool) {
-	if name := impliedBackend(s); name != "" && name != llm.BackendLlama {
-		return e, false
+	if impliedBackend(s) == llm.BackendOpenAI {
+		return e, false // the server has the model
 	}
 	dir := s.ModelsDirectory()
 	if s.Model == "" {
-		if s.Script != "" && s.Backend == "" {
-			return e, false // a script run without a model stays a script run
-		}
 		if _, err := models.Resolve("", dir); !errors.Is(err, models.ErrNoModel) {
 			return e, false
 		}

@@ -43,18 +43,20 @@ cat <<EOF
 $model is a tiny model with RANDOM weights: the whole plan-and-act loop runs on
 llama.cpp, every reply is a valid action, but the answers are nonsense and the
 run usually ends without a final answer (a non-zero exit code). For real
-answers get a real model (1.1 GB, once):
+answers get a real model (2.7 GB, once):
     $tact models catalog              # known-good small models
-    $tact models pull qwen2.5-1.5b
-    $tact run --model qwen2.5-1.5b --workspace $ws '$query'
+    $tact models pull qwen3.5-4b
+    $tact run --model qwen3.5-4b --workspace $ws '$query'
 
 The model's plan:
 EOF
-show "$tact" plan --model "$model" --seed 1 "$query"
+# The random model's tokenizer spends a token on a few bytes: its prompt
+# needs a larger window than a real model's default 8192.
+show "$tact" plan --model "$model" --ctx-size 16384 --seed 1 "$query"
 echo
 echo "The run (read-only: the random model cannot write or run commands):"
 rc=0
-show "$tact" run --model "$model" --workspace "$ws" --seed 1 --read-only --timeout 30s "$query" || rc=$?
+show "$tact" run --model "$model" --ctx-size 16384 --workspace "$ws" --seed 1 --read-only --timeout 30s "$query" || rc=$?
 case $rc in
 0) why="success: a final answer" ;;
 3) why="failure: the model gave up or a step failed" ;;

@@ -26,7 +26,7 @@ func TestSchemaRefsTinyModel(t *testing.T) {
 	for i, sch := range refSchemas {
 		for seed := 1; seed <= 2; seed++ {
 			p := c.run("run", "--model", model, "--workspace", c.ws, "--seed", fmt.Sprint(seed), "--temperature", "0.8",
-				"--max-tokens", "256", "--no-plan", "--max-iterations", "2", "--schema", sch, "count the files")
+				"--max-tokens", "256", "--no-plan", "--no-ask", "--max-iterations", "2", "--schema", sch, "count the files")
 			code := p.wait(5 * time.Minute)
 			switch code {
 			case 0, 3, 4, 5, 6, 11, 12:

@@ -60,7 +60,7 @@ func TestSchemaTinyModelSeeds(t *testing.T) {
 	for seed := 1; seed <= 20; seed++ {
 		trace := filepath.Join(c.dir, fmt.Sprintf("t%d.jsonl", seed))
 		args := []string{"run", "--model", model, "--workspace", c.ws, "--seed", fmt.Sprint(seed), "--temperature", "0.8",
-			"--max-tokens", "256", "--trace", trace, "--schema", issue26Schema}
+			"--max-tokens", "256", "--no-ask", "--trace", trace, "--schema", issue26Schema}
 		if seed%2 == 0 {
 			// Free ReAct with a budget of one or two actions: many runs end
 			// at the budget, with the fallback answer.
@@ -149,7 +149,7 @@ func TestE2EOpenAISchemaOllama(t *testing.T) {
 	c.file("ws/a.txt", "alpha\n")
 	args := []string{"run", "--base-url", base, "--api-model", srv.model, "--workspace", c.ws, "--ctx-size", fmt.Sprint(ollamaCtx),
 		"--seed", "1", "--require-thought=false", "--no-plan", "--max-iterations", "2", "--trace", c.trace,
-		"--schema", issue26Schema, "count the files"}
+		"--no-ask", "--schema", issue26Schema, "count the files"}
 	p := c.run(args...)
 	code := p.wait(3 * time.Minute)
 	if code != 0 && code != 4 && code != 5 && code != 11 {

@@ -94,7 +94,7 @@ func TestSchemaCorpusTinyModel(t *testing.T) {
 		}
 		file := c.file("schema.json", raw)
 		p := c.start(strings.NewReader(strings.Join(lines, "\n")+"\n"), nil, "batch", "--model", model, "--workspace", c.ws,
-			"--no-plan", "--max-iterations", "1", "--parallel", "4", "--max-tokens", "1024", "--ctx-size", "32768", "--temperature", "1", "--schema", "@"+file)
+			"--no-plan", "--no-ask", "--max-iterations", "1", "--parallel", "4", "--max-tokens", "1024", "--ctx-size", "32768", "--temperature", "1", "--schema", "@"+file)
 		code := p.wait(10 * time.Minute)
 		if code == 2 {
 			t.Errorf("%s: refused: %s", name, p.stderr.String())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tactcli/tact/internal/testwait"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -256,10 +257,8 @@ func waitGone(t *testing.T, pid int) {
 // for a fixed time, and the bound is generous, as a busy machine is slow.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+	if !testwait.Until(time.Minute, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tactcli/tact/internal/testwait"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -310,14 +311,7 @@ func gone(pid int, d time.Duration) bool {
 
 // eventually polls cond until it holds (true) or d passes. It is these
 // tests' one poll: they wait on a state, never for a fixed time.
-func eventually(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
-}
+func eventually(d time.Duration, cond func() bool) bool { return testwait.Until(d, cond) }
 
 func readPids(t *testing.T, file string) []int {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tactcli/tact/internal/testwait"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,14 +55,7 @@ func waitGone(t *testing.T, pid int) {
 // eventually polls cond until it holds (true), or a minute passes. It is
 // these tests' one poll: they wait on a state (a file, a process), never
 // for a fixed time, and the bound is generous, as a busy machine is slow.
-func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
-}
+func eventually(cond func() bool) bool { return testwait.Until(time.Minute, cond) }
 
 // cancelOnFile calls cancel once path exists (or ctx has ended).
 func cancelOnFile(ctx context.Context, cancel func(), path string) {

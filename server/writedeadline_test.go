@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tactcli/tact/internal/testwait"
 	"io"
 	"log/slog"
 	"net"
@@ -103,14 +104,7 @@ const waitBound = time.Minute
 
 // eventually polls cond until it holds (true) or waitBound passes. It is
 // these tests' one poll: they wait on a state, never for a fixed time.
-func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(waitBound); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
-}
+func eventually(cond func() bool) bool { return testwait.Until(waitBound, cond) }
 
 // waitClosed reads what the server had sent on c until the server closes
 // the connection (net/http closes it as soon as a write fails).

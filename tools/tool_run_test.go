@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tactcli/tact/internal/testwait"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,10 +60,8 @@ func twAssertNoSurvivors(t *testing.T, marker string) {
 	var pids []int
 	// Reparented zombies may take a moment to vanish from cmdline: up to
 	// 10 s on a busy machine (was 200 ms); a survivor sleeps 100 s.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if pids = twSurvivors(t, marker); len(pids) == 0 {
-			return
-		}
+	if testwait.Until(10*time.Second, func() bool { pids = twSurvivors(t, marker); return len(pids) == 0 }) {
+		return
 	}
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)

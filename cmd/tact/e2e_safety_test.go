@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tactcli/tact/internal/testwait"
 	"io"
 	"os"
 	"os/exec"
@@ -306,18 +307,7 @@ func killMarked(t *testing.T, marker string) {
 // poll: a test waits on a condition (a process, a file, a line), never a
 // fixed time; d is generous (a minute where a start is awaited), as a busy
 // machine is slow and a passing run waits only as long as it must.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func waitFor(d time.Duration, cond func() bool) bool { return testwait.Until(d, cond) }
 
 // assertNoSurvivors allows a moment for killed processes to be reaped.
 func assertNoSurvivors(t *testing.T, marker string, grace time.Duration) {

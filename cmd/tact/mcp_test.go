@@ -118,6 +118,9 @@ func TestMCPNoOrphansAfterSignal(t *testing.T) {
 			// The step runs once the server and its child are up: both
 			// pids are in the file.
 			mcpWaitFor(t, "the server and its child", func() bool { return len(strings.Fields(readFile(pidFile))) == 2 })
+			// And tact is in the step (a signal while the server still
+			// starts is a failed start, exit 2, not the case under test).
+			mcpWaitFor(t, "the step", func() bool { return strings.Contains(readFile(trace), `"execute_start"`) })
 			var pids []int
 			for _, f := range strings.Fields(readFile(pidFile)) {
 				n, err := strconv.Atoi(f)

@@ -95,6 +95,7 @@ var floors = map[string]place{
 	"internal/promptcache":  {ground, "the prompt cache's files"},
 	"internal/synth":        {ground, "random-weight models"},
 	"internal/testlock":     {ground, "one llama-heavy test at a time"},
+	"internal/testwait":     {ground, "the tests' one poll: wait on a state, never a fixed time"},
 	"internal/text":         {ground, "text helpers"},
 	"internal/threads":      {ground, "thread counts"},
 	"internal/wspath":       {ground, "workspace paths"},

@@ -80,6 +80,7 @@ var floors = map[string]place{
 	"redact/redacttest":     {ground, "test helpers"},
 	"schema":                {ground, "JSON Schema: compile, simplify, outline"},
 	"schema/schematest":     {ground, "test helpers"},
+	"testsuite":             {ground, "tact test's suites: the case format, checks on a run, reports (JUnit)"},
 	"internal/atomicfile":   {ground, "atomic writes"},
 	"internal/buildinfo":    {ground, "version"},
 	"internal/cpulock":      {ground, "the per-user CPU lock"},

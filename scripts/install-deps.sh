@@ -6,7 +6,7 @@
 # The ollama module zip drops llama.cpp's vendor/ directory: nlohmann-json
 # and stb come from apt, miniaudio from third_party/include (a stand-in).
 set -euo pipefail
-pkgs=(build-essential nlohmann-json3-dev libstb-dev jq python3-jsonschema cmake)
+pkgs=(build-essential nlohmann-json3-dev libstb-dev jq python3-jsonschema cmake libxml2-utils)
 by_hand="a C/C++ compiler (gcc, g++, make) and the nlohmann-json and stb headers"
 
 if ! command -v dpkg-query >/dev/null; then

@@ -58,52 +58,53 @@ type Case struct {
 func (c *Case) Where() string { return fmt.Sprintf("%s:%d", c.File, c.Line) }
 
 // Flags are the run's flags of a case, named as `tact run`'s flags with _
-// for -. Unset fields keep the command's own value (the settings of `tact
+// for -; marshalled, only the flags given appear (a recorder may write a
+// case's flags with encoding/json). Unset fields keep the command's own value (the settings of `tact
 // test run`); paths are absolute after Load.
 type Flags struct {
-	AllowTools []string `json:"allow_tools"`
-	NoPlan     bool     `json:"no_plan"`
-	NoAsk      bool     `json:"no_ask"`
-	ReadOnly   bool     `json:"read_only"`
-	Yes        bool     `json:"yes"`
-	NoNetwork  bool     `json:"no_network"`
+	AllowTools []string `json:"allow_tools,omitempty"`
+	NoPlan     bool     `json:"no_plan,omitempty"`
+	NoAsk      bool     `json:"no_ask,omitempty"`
+	ReadOnly   bool     `json:"read_only,omitempty"`
+	Yes        bool     `json:"yes,omitempty"`
+	NoNetwork  bool     `json:"no_network,omitempty"`
 
-	MaxIterations   *int `json:"max_iterations"`
-	RetryBuffer     *int `json:"retry_buffer"`
-	ReplanThreshold *int `json:"replan_threshold"`
-	StallThreshold  *int `json:"stall_threshold"`
-	TokenBudget     *int `json:"token_budget"`
-	MaxTokens       *int `json:"max_tokens"`
+	MaxIterations   *int `json:"max_iterations,omitempty"`
+	RetryBuffer     *int `json:"retry_buffer,omitempty"`
+	ReplanThreshold *int `json:"replan_threshold,omitempty"`
+	StallThreshold  *int `json:"stall_threshold,omitempty"`
+	TokenBudget     *int `json:"token_budget,omitempty"`
+	MaxTokens       *int `json:"max_tokens,omitempty"`
 	// Seed and Temperature fix sampling for a live run; the trials of a
 	// case vary the seed from Seed when it is set.
-	Seed        *int64   `json:"seed"`
-	Temperature *float64 `json:"temperature"`
+	Seed        *int64   `json:"seed,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
 
 	// Timeout bounds one trial (the run's --timeout: exit 7 when hit);
 	// ToolTimeout one run_command.
-	Timeout     Duration `json:"timeout"`
-	ToolTimeout Duration `json:"tool_timeout"`
+	Timeout     Duration `json:"timeout,omitempty"`
+	ToolTimeout Duration `json:"tool_timeout,omitempty"`
 
 	// Schema is the run's --schema: in the case an inline schema or the
 	// path of a schema file; after Load the schema itself, compact.
-	Schema json.RawMessage `json:"schema"`
+	Schema json.RawMessage `json:"schema,omitempty"`
 	// StopWhen is the run's --stop-when jq expression (checked to compile).
-	StopWhen       string   `json:"stop_when"`
-	SuccessPhrases []string `json:"success_phrases"`
-	FailurePhrases []string `json:"failure_phrases"`
+	StopWhen       string   `json:"stop_when,omitempty"`
+	SuccessPhrases []string `json:"success_phrases,omitempty"`
+	FailurePhrases []string `json:"failure_phrases,omitempty"`
 	// Sandbox and OnApproval take the values of --sandbox and
 	// --on-approval.
-	Sandbox    string `json:"sandbox"`
-	OnApproval string `json:"on_approval"`
+	Sandbox    string `json:"sandbox,omitempty"`
+	OnApproval string `json:"on_approval,omitempty"`
 	// Env holds KEY=VALUE pairs for run_command (--env).
-	Env []string `json:"env"`
+	Env []string `json:"env,omitempty"`
 
 	// Policy and Hooks are the files of --policy and --hooks; Files the
 	// context files of -f. Relative paths in the case resolve against the
 	// case file's directory.
-	Policy string   `json:"policy"`
-	Hooks  string   `json:"hooks"`
-	Files  []string `json:"files"`
+	Policy string   `json:"policy,omitempty"`
+	Hooks  string   `json:"hooks,omitempty"`
+	Files  []string `json:"files,omitempty"`
 }
 
 // Duration is a Go duration written as a string ("90s", "5m").
@@ -136,7 +137,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 // when the expression yields exactly one value, true.
 type Assertion struct {
 	JQ   string `json:"jq"`
-	Name string `json:"name"` // optional; reports show it instead of the expression
+	Name string `json:"name,omitempty"` // optional; reports show it instead of the expression
 }
 
 // Label is how reports name the assertion: its name, else its expression.
@@ -151,11 +152,11 @@ func (a Assertion) Label() string {
 // Exists, Absent, Contains and Unchanged is given.
 type FileCheck struct {
 	Path      string  `json:"path"` // relative to the workspace, inside it
-	Exists    bool    `json:"exists"`
-	Absent    bool    `json:"absent"`
-	Contains  *string `json:"contains"`
-	Unchanged bool    `json:"unchanged"` // byte for byte as in the fixture
-	Name      string  `json:"name"`      // optional, as Assertion's
+	Exists    bool    `json:"exists,omitempty"`
+	Absent    bool    `json:"absent,omitempty"`
+	Contains  *string `json:"contains,omitempty"`
+	Unchanged bool    `json:"unchanged,omitempty"` // byte for byte as in the fixture
+	Name      string  `json:"name,omitempty"`      // optional, as Assertion's
 }
 
 // Kind is the check's kind: "exists", "absent", "contains" or "unchanged".

@@ -1,10 +1,12 @@
 package testsuite
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // suiteDir makes a suite directory with a fixture, schemas, a plan and a
@@ -219,5 +221,36 @@ func TestLoadOneFile(t *testing.T) {
 	}
 	if len(s.Cases) != 2 || s.Cases[0].Name != "z" || s.Cases[1].Name != "a" {
 		t.Errorf("directory order: %s, %s", s.Cases[0].Name, s.Cases[1].Name)
+	}
+}
+
+// TestMarshalledCaseLoads: a case written with encoding/json from this
+// package's types (as tact test record writes one) reads back the same,
+// with only the fields given.
+func TestMarshalledCaseLoads(t *testing.T) {
+	n, secret := 3, "x"
+	line, err := json.Marshal(map[string]any{
+		"name":   "rec",
+		"query":  "q",
+		"flags":  Flags{AllowTools: []string{"read_file"}, NoPlan: true, MaxIterations: &n, Timeout: Duration(90 * time.Second)},
+		"assert": []Assertion{{JQ: ".success"}, {JQ: ".iterations < 5", Name: "quick"}},
+		"files":  []FileCheck{{Path: "a", Absent: true}, {Path: "b", Contains: &secret}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(line), `"name":""`) || strings.Contains(string(line), "no_ask") {
+		t.Errorf("unset fields written: %s", line)
+	}
+	s, err := Load(suiteDir(t, string(line)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Cases[0]
+	if c.Err != nil {
+		t.Fatalf("%v\n%s", c.Err, line)
+	}
+	if *c.Flags.MaxIterations != 3 || c.Flags.Timeout.D() != 90*time.Second || c.Asserts[1].Name != "quick" || *c.Files[1].Contains != "x" {
+		t.Errorf("read back %+v", c)
 	}
 }

@@ -36,7 +36,8 @@ const maxShown = 200
 // --json document, workspace the trial's workspace after the run. It
 // returns the checks that did not pass, in the case's order (assertions,
 // answer schema, files); none when all passed. A case with Err is not
-// checked (it did not run).
+// checked (it did not run). Check only reads the case: trials may check
+// at once.
 func (c *Case) Check(ctx context.Context, doc []byte, workspace string) []Failure {
 	var out []Failure
 	var top map[string]json.RawMessage

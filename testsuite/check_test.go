@@ -114,3 +114,25 @@ func write(t *testing.T, p, body string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckConcurrent: trials of one case check at once (suiterun's
+// --parallel); run with -race.
+func TestCheckConcurrent(t *testing.T) {
+	dir := suiteDir(t, `{"name":"c","query":"q","fixture":"fixtures/ok","assert":[{"jq":".success"},{"jq":".iterations == 3","name":"three"}],`+
+		`"answer_schema":{"type":"string"},"files":[{"path":"a.txt","unchanged":true}]}`)
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Cases[0]
+	done := make(chan []Failure)
+	for range 4 {
+		ws := workspace(t, c.Fixture)
+		go func() { done <- c.Check(context.Background(), []byte(doc), ws) }()
+	}
+	for range 4 {
+		if got := <-done; len(got) != 1 || got[0].Check != "three" {
+			t.Errorf("got %+v, want only three failing", got)
+		}
+	}
+}

@@ -89,6 +89,7 @@ func unwrapPath(err error) error {
 // disk.
 func ParseCases(file string, data []byte) []*Case {
 	dir := filepath.Dir(file)
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // an editor's byte order mark is no case
 	var out []*Case
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		t := bytes.TrimSpace(line)

@@ -201,13 +201,15 @@ func TestLoadSuiteErrors(t *testing.T) {
 	}
 }
 
-// TestLoadOneFile: a suite may be one case file; its paths resolve against
-// its directory, and several case files in a directory load in name order.
+// TestLoadOneFile: a suite may be one case file (a byte order mark and CRLF
+// line ends are fine); its paths resolve against its directory, and several
+// case files in a directory load in name order.
 func TestLoadOneFile(t *testing.T) {
 	dir := suiteDir(t, `{"name":"a","query":"q","fixture":"fixtures/ok"}`)
 	if err := os.WriteFile(filepath.Join(dir, "0-first.jsonl"), []byte(`{"name":"z","query":"q"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	write(t, filepath.Join(dir, "cases.jsonl"), "\ufeff"+`{"name":"a","query":"q","fixture":"fixtures/ok"}`+"\r\n")
 	s, err := Load(filepath.Join(dir, "cases.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,13 @@ type TextAsker interface {
 	AskText(ctx context.Context, question string) (string, error)
 }
 
+// ChoiceAsker is a Prompter that asks for one of options taken whole
+// (ask_user's), where Ask takes an approval's first words (an MCP
+// client's elicitation).
+type ChoiceAsker interface {
+	AskChoice(ctx context.Context, question string, options []string) (string, error)
+}
+
 // askerOf asks ask_user's questions through p, the terminal's prompter;
 // nil (no terminal) makes a run pause for them.
 func askerOf(p policy.Prompter) react.Asker {
@@ -25,6 +32,9 @@ func askerOf(p policy.Prompter) react.Asker {
 		return nil
 	}
 	return func(ctx context.Context, question string, options []string) (string, error) {
+		if c, ok := p.(ChoiceAsker); ok && len(options) > 0 {
+			return c.AskChoice(ctx, question, options)
+		}
 		if len(options) > 0 {
 			return p.Ask(ctx, question, options)
 		}
@@ -71,4 +81,27 @@ func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord
 		return Job{}, err
 	}
 	return Job{Query: rec.Query, Resume: &Resume{From: rec.ID, Checkpoint: r.Checkpoint, Budget: react.BudgetKept, Answer: &a}}, nil
+}
+
+// PendingQuestion is what paused run ref waits for (its checkpoint's
+// question; redacted); a run that is not paused, or was answered
+// already, is refused as AnswerJob refuses it.
+func PendingQuestion(ctx context.Context, ref string) (react.Question, error) {
+	b, rec, err := runrecord.OpenRun(ctx, history.DefaultPath, ref)
+	if err != nil {
+		return react.Question{}, err
+	}
+	defer b.Close()
+	r, err := b.Resumption(ctx, rec)
+	if err != nil {
+		return react.Question{}, err
+	}
+	p, perr := runrecord.PendingOf(rec.ID, r.Checkpoint)
+	if err := b.Paused(ctx, rec, perr == nil); err != nil {
+		return react.Question{}, err
+	}
+	if perr != nil {
+		return react.Question{}, perr
+	}
+	return p.Question, nil
 }

@@ -64,6 +64,11 @@ type Job struct {
 	// Runtime.NewGate, so its questions go to that client and wait on no
 	// other session's).
 	Gate tools.Gate
+	// Pause makes ask_user pause the run (needs_input) even where the
+	// runtime could ask a person inline: the caller answers the pause
+	// (tact mcp serve on protocol 2026-07-28). Pair it with a gate from
+	// Runtime.NewPausingGate for approvals.
+	Pause bool
 }
 
 // Resume is an earlier run to go on with (see Job.Resume).
@@ -306,7 +311,9 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 	if rt.noModel == nil {
 		ex.Planner = l.planner()
 	}
-	ex.Asker = rt.asker
+	if !l.pause {
+		ex.Asker = rt.asker
+	}
 	if l.rec != nil {
 		ex.OnCheckpoint = func(_ string, cp react.Checkpoint) { l.rec.Checkpoint(cp) }
 	}
@@ -432,6 +439,7 @@ type life struct {
 	paramNames []string
 	answer     json.RawMessage // the job's --schema (nil: none)
 	jobGate    tools.Gate      // Job.Gate (nil: the runtime's)
+	pause      bool            // Job.Pause
 	// ctx is the caller's, on every event the job emits itself: the
 	// telemetry sink continues the caller's trace from it.
 	ctx context.Context
@@ -454,7 +462,7 @@ func (rt *Runtime) newLife(job Job) *life {
 	if job.Settings != nil {
 		s = job.Settings
 	}
-	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}, files: job.Files, jobGate: job.Gate,
+	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}, files: job.Files, jobGate: job.Gate, pause: job.Pause,
 		fileNames: react.FileNames(job.Files), instructions: rt.projectInstructions(s)}
 	if job.Conversation != nil {
 		l.turn, l.convID, l.earlier = job.Conversation.next()

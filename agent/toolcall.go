@@ -22,10 +22,22 @@ import (
 // gives each session one, so one client's unanswered question holds up no
 // other client.
 func (rt *Runtime) NewGate(prompter policy.Prompter) tools.Gate {
+	return rt.newGate(prompter, rt.S.OnApproval == "pause")
+}
+
+// NewPausingGate makes a gate as NewGate(nil) that pauses where a person
+// would decide, whatever --on-approval says: its caller answers pauses
+// (tact mcp serve's clients on protocol 2026-07-28, whose input-required
+// results are such answers). With --no-input it is NewGate(nil).
+func (rt *Runtime) NewPausingGate() tools.Gate {
+	return rt.newGate(nil, !rt.S.NoInput || rt.S.OnApproval == "pause")
+}
+
+func (rt *Runtime) newGate(prompter policy.Prompter, pause bool) tools.Gate {
 	s := rt.S
 	return policy.NewGate(policy.GateOptions{Policy: rt.policy, PolicyPath: s.PolicyPath(), Yes: s.Yes, ReadOnly: s.ReadOnly,
 		DryRun: s.DryRun, Prompter: prompter, Approver: rt.approver, Redactor: rt.Redactor, Log: slog.Default(),
-		PauseUnattended: s.OnApproval == "pause"})
+		PauseUnattended: pause})
 }
 
 // ToolCall is one tool call outside a run (tact mcp serve's tools/call).
@@ -49,6 +61,9 @@ type ToolCallResult struct {
 	Ran, DryRun bool
 	// Context is what PostToolUse hooks added for the caller.
 	Context string
+	// NeedsInput: the gate paused the call for a person's approval
+	// (Runtime.NewPausingGate); Result.Err is the question.
+	NeedsInput bool
 }
 
 // CallTool makes one call as a run's step does, outside a run: the user's
@@ -93,6 +108,8 @@ func (rt *Runtime) CallTool(ctx context.Context, c ToolCall) ToolCallResult {
 				why = "decision: " + v.Decision
 			}
 			return ToolCallResult{DryRun: true, Result: tools.Result{Output: fmt.Sprintf("[%s] %s", c.Tool.Name(), why)}}
+		case !v.Allowed && v.Decision == tools.DecisionNeedsInput:
+			return ToolCallResult{NeedsInput: true, Result: tools.Result{Err: errors.New(v.Reason)}}
 		case !v.Allowed:
 			reason := v.Reason
 			if !strings.HasPrefix(reason, "denied by") {

@@ -76,6 +76,40 @@ func (p elicitPrompter) Ask(ctx context.Context, summary string, options []strin
 	return "no", nil
 }
 
+// AskChoice elicits one of options, taken whole (ask_user's options).
+func (p elicitPrompter) AskChoice(ctx context.Context, question string, options []string) (string, error) {
+	return p.askFor(ctx, question, choice("Answer", options, options))
+}
+
+// AskText elicits a free-text answer (ask_user without options).
+func (p elicitPrompter) AskText(ctx context.Context, question string) (string, error) {
+	return p.askFor(ctx, question, map[string]any{"type": "string", "title": "Answer", "minLength": 1})
+}
+
+// askFor elicits the one property answer; a decline or cancel is no
+// answer.
+func (p elicitPrompter) askFor(ctx context.Context, question string, prop map[string]any) (string, error) {
+	res, err := p.ss.Elicit(ctx, &sdk.ElicitParams{
+		Message: policy.SanitizeTerminal(question),
+		RequestedSchema: map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"answer": prop},
+			"required":   []any{"answer"},
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	if res.Action != "accept" {
+		return "", errors.New("the client declined to answer")
+	}
+	ans, ok := res.Content["answer"].(string)
+	if !ok || strings.TrimSpace(ans) == "" {
+		return "", errors.New("the client's answer is empty")
+	}
+	return ans, nil
+}
+
 // runPrompter is the runtime's prompter for tact_run and tact_exec: it
 // asks the session the run's context names.
 type runPrompter struct{}
@@ -86,6 +120,22 @@ func (runPrompter) Ask(ctx context.Context, summary string, options []string) (s
 		return "", errNoElicitation
 	}
 	return elicitPrompter{ss}.Ask(ctx, summary, options)
+}
+
+func (runPrompter) AskChoice(ctx context.Context, question string, options []string) (string, error) {
+	ss, _ := ctx.Value(sessionKey{}).(*sdk.ServerSession)
+	if !canElicit(ss) {
+		return "", errNoElicitation
+	}
+	return elicitPrompter{ss}.AskChoice(ctx, question, options)
+}
+
+func (runPrompter) AskText(ctx context.Context, question string) (string, error) {
+	ss, _ := ctx.Value(sessionKey{}).(*sdk.ServerSession)
+	if !canElicit(ss) {
+		return "", errNoElicitation
+	}
+	return elicitPrompter{ss}.AskText(ctx, question)
 }
 
 // Prompter is the prompter to open the runtime with, so that the actions

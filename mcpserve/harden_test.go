@@ -176,7 +176,7 @@ func TestPartialBodyHoldsNoOne(t *testing.T) {
 	// The server is reading that body now; another client initializes.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a bound only for the failing case
 	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL}, &sdk.ClientSessionOptions{ProtocolVersion: legacy})
 	if err != nil {
 		t.Fatalf("a second client could not open a session while the first sent half a body: %v", err)
 	}

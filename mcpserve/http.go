@@ -34,16 +34,23 @@ type HTTPOptions struct {
 // other than this machine's loopback, or a cross-site Sec-Fetch-Site, is
 // refused, and without a token so is a Host that is not loopback (DNS
 // rebinding).
+//
+// Requests of protocol 2026-07-28 and later (their Mcp-Protocol-Version
+// header) are served statelessly, as that revision asks: each request is
+// its own, and what a run waits for lives in the run history (pause.go).
+// Earlier versions keep their sessions.
 func (s *Server) Handler(o HTTPOptions) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk },
-		&sdk.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout})
-	return &guard{next: h, o: o, srv: s.sdk}
+	get := func(*http.Request) *sdk.Server { return s.sdk }
+	h := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout})
+	stateless := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{Stateless: true})
+	return &guard{next: h, stateless: stateless, o: o, srv: s.sdk}
 }
 
 type guard struct {
-	next http.Handler
-	o    HTTPOptions
-	srv  *sdk.Server
+	next      http.Handler
+	stateless http.Handler // 2026-07-28 and later
+	o         HTTPOptions
+	srv       *sdk.Server
 	// newSession makes new sessions one at a time, so the count of open
 	// sessions checked before one is made is still true when it is.
 	newSession sync.Mutex
@@ -77,6 +84,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "tact mcp serve: "+strconv.Itoa(open)+" sessions open, the most --max-sessions allows; end one (DELETE) or try later", http.StatusServiceUnavailable)
 			return
 		}
+	}
+	if r.Header.Get("Mcp-Protocol-Version") >= mrtrVersion {
+		g.stateless.ServeHTTP(w, r)
+		return
 	}
 	g.next.ServeHTTP(w, r)
 }

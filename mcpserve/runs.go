@@ -41,6 +41,54 @@ const execSchema = `{"type":"object","properties":{
 "schema":{"type":["object","boolean"],"description":"a JSON Schema the plan's final answer must validate against (as tact exec --schema)"}},
 "additionalProperties":false}`
 
+// resultSchema is tact_run's outputSchema under the server's --schema
+// (nil without one): the result object, its final_answer the answer's
+// JSON value valid against --schema. It holds for a run that succeeded
+// (a result without isError) that has no schema argument of its own.
+func resultSchema(answer string) (json.RawMessage, error) {
+	if strings.TrimSpace(answer) == "" {
+		return nil, nil
+	}
+	raw, err := schema.ReadAnswer(answer)
+	if err != nil {
+		return nil, fmt.Errorf("--schema: %v", err)
+	}
+	var ans map[string]any
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		// true or false: the schema of every or no answer.
+		return nil, nil
+	}
+	out := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"run_id":             map[string]any{"type": "string"},
+			"success":            map[string]any{"type": "boolean"},
+			"final_answer":       ans,
+			"termination_reason": map[string]any{"type": "string"},
+			"message":            map[string]any{"type": "string"},
+			"iterations":         map[string]any{"type": "integer"},
+			"token_usage":        map[string]any{"type": "object"},
+			"execution_time_ms":  map[string]any{"type": "integer"},
+			"state":              map[string]any{"type": "object"},
+			"trace":              map[string]any{"type": "object"},
+		},
+		"required": []any{"run_id", "success", "final_answer", "termination_reason"},
+	}
+	// The answer schema's definitions move to the root, where its
+	// references ("#/$defs/...") now point; "$schema" is a root's only.
+	for _, k := range []string{"$defs", "definitions"} {
+		if d, ok := ans[k]; ok {
+			out[k] = d
+			delete(ans, k)
+		}
+	}
+	if d, ok := ans["$schema"]; ok {
+		out["$schema"] = d
+		delete(ans, "$schema")
+	}
+	return json.Marshal(out)
+}
+
 // maxPlanBytes bounds a saved plan read for tact_exec.
 const maxPlanBytes = 4 << 20
 
@@ -53,9 +101,14 @@ func (s *Server) addRunTools() {
 		s.sdk.AddTool(execTool(ann), s.runHandler(s.decodeExec))
 		return
 	}
-	s.sdk.AddTool(&sdk.Tool{Name: "tact_run", Annotations: ann, InputSchema: json.RawMessage(runSchema),
-		Description: "Run a whole tact job on the local model: plan the query, execute the plan with tact's tools in the workspace, and answer. The answer is the text; the result object (success, termination_reason, steps) is the structured content."},
-		s.runHandler(s.decodeRun))
+	run := &sdk.Tool{Name: "tact_run", Annotations: ann, InputSchema: json.RawMessage(runSchema),
+		Description: "Run a whole tact job on the local model: plan the query, execute the plan with tact's tools in the workspace, and answer. The answer is the text; the result object (success, termination_reason, steps) is the structured content."}
+	if out, err := resultSchema(s.rt.S.Schema); err != nil {
+		s.log.Warn("tact_run is offered without an outputSchema", "err", err)
+	} else if out != nil {
+		run.OutputSchema = out
+	}
+	s.sdk.AddTool(run, s.runHandler(s.decodeRun))
 	s.sdk.AddTool(execTool(ann), s.runHandler(s.decodeExec))
 }
 
@@ -171,54 +224,74 @@ func (s *Server) readPlan(path string) ([]byte, error) {
 	return data, nil
 }
 
-// runHandler runs the job decode makes of the call's arguments.
+// runHandler runs the job decode makes of the call's arguments. A client
+// on 2026-07-28 gets a paused run as an input-required result
+// (pausingRun); earlier ones are asked by elicitation while it runs.
 func (s *Server) runHandler(decode func(json.RawMessage) (agent.Job, error)) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if s.asksByResult(req.Session) {
+			return s.pausingRun(ctx, req, decode)
+		}
 		job, err := decode(json.RawMessage(req.Params.Arguments))
 		if err != nil {
 			return s.textResult("bad arguments: "+err.Error(), true), nil
 		}
-		job.ID = react.NewRunID()
-		job.Events = s.progress(ctx, req)
-		// The session's gate: its questions go to this client and wait on
-		// no other session's; --approve-cmd and the policy apply as ever.
-		job.Gate = s.session(req.Session).gate
-		if s.runs != nil {
-			select {
-			case s.runs <- struct{}{}:
-				defer func() { <-s.runs }()
-			case <-ctx.Done():
-				return s.textResult("cancelled while waiting for a free model sequence", true), nil
-			}
+		res, out, err := s.runJob(ctx, req, job)
+		if err != nil || out != nil {
+			return out, err
 		}
-		// A client's traceparent in _meta: the run continues its trace.
-		ctx = telemetry.ExtractMeta(ctx, req.Params.Meta)
-		res, err := s.rt.Run(withSession(ctx, req.Session), job)
-		if err != nil {
-			return s.textResult(err.Error(), true), nil
-		}
-		raw, err := text.JSON(res)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the result: %w", err)
-		}
-		var structured map[string]any
-		if err := json.Unmarshal(s.rt.Redactor.RedactJSON(raw), &structured); err != nil {
-			return nil, fmt.Errorf("encoding the result: %w", err)
-		}
-		answer := res.FinalAnswer
-		if !res.Success {
-			answer = fmt.Sprintf("run ended: %s", res.TerminationReason)
-			if res.Message != "" {
-				answer += ": " + res.Message
-			}
-			if res.FinalAnswer != "" {
-				answer += "\n" + res.FinalAnswer
-			}
-		}
-		out := s.textResult(answer, !res.Success)
-		out.StructuredContent = structured
-		return out, nil
+		return s.runResult(res)
 	}
+}
+
+// runJob runs job for the call: a fresh run id, the call's progress, the
+// session's gate, a free model sequence. A result or error instead of
+// the run's result is the call's answer.
+func (s *Server) runJob(ctx context.Context, req *sdk.CallToolRequest, job agent.Job) (*react.Result, *sdk.CallToolResult, error) {
+	job.ID = react.NewRunID()
+	job.Events = s.progress(ctx, req)
+	// The session's gate: its questions go to this client and wait on
+	// no other session's; --approve-cmd and the policy apply as ever.
+	job.Gate = s.session(req.Session).gate
+	if s.runs != nil {
+		select {
+		case s.runs <- struct{}{}:
+			defer func() { <-s.runs }()
+		case <-ctx.Done():
+			return nil, s.textResult("cancelled while waiting for a free model sequence", true), nil
+		}
+	}
+	// A client's traceparent in _meta: the run continues its trace.
+	ctx = telemetry.ExtractMeta(ctx, req.Params.Meta)
+	res, err := s.rt.Run(withSession(ctx, req.Session), job)
+	if err != nil {
+		return nil, s.textResult(err.Error(), true), nil
+	}
+	return res, nil, nil
+}
+
+// runResult is a run's result as the call's: the answer (or how the run
+// ended) as text, the result object, redacted and in its own field order
+// (run_id, success, final_answer, ...), as the structured content.
+func (s *Server) runResult(res *react.Result) (*sdk.CallToolResult, error) {
+	raw, err := text.JSON(res)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result: %w", err)
+	}
+	structured := json.RawMessage(s.rt.Redactor.RedactJSON(raw))
+	answer := res.FinalAnswer
+	if !res.Success {
+		answer = fmt.Sprintf("run ended: %s", res.TerminationReason)
+		if res.Message != "" {
+			answer += ": " + res.Message
+		}
+		if res.FinalAnswer != "" {
+			answer += "\n" + res.FinalAnswer
+		}
+	}
+	out := s.textResult(answer, !res.Success)
+	out.StructuredContent = structured
+	return out, nil
 }
 
 // progress is the sink that sends each finished step of the run to the

@@ -40,6 +40,9 @@ type Server struct {
 	// the sequences the backend serves; nil: unbounded.
 	runs chan struct{}
 
+	// seal seals the request states of input-required results.
+	seal sealer
+
 	mu       sync.Mutex
 	sessions map[*sdk.ServerSession]*session
 }
@@ -56,19 +59,16 @@ type session struct {
 // settings allow (--allow-tools; never final_answer), tact_exec and, when
 // the runtime has a model, tact_run.
 func New(rt *agent.Runtime, cfg Config) *Server {
-	s := &Server{rt: rt, cfg: cfg, log: cfg.Log, sessions: map[*sdk.ServerSession]*session{}}
+	s := &Server{rt: rt, cfg: cfg, log: cfg.Log, seal: newSealer(), sessions: map[*sdk.ServerSession]*session{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "tact", Version: cfg.Version}, &sdk.ServerOptions{
 		Instructions: "tact's tools work inside one workspace (" + rt.Env.Workspace + "); write and exec calls are approved by policy or by asking you.",
 		HasTools:     true,
-		// Approval is asked in the middle of a call (a run's step, a
-		// command about to start), which protocol 2026-07-28 allows only
-		// as a multi round-trip result that ends the call: the server
-		// speaks the versions before it, where elicitation may come
-		// while a call runs.
-		SupportedProtocolVersions: handshakeVersions(),
+		// Every version the SDK speaks: before 2026-07-28 a question is
+		// elicited while the call waits; from it on, a run pauses and the
+		// call's input-required result asks (pause.go).
 	})
 	for _, t := range BuiltinTools(rt) {
 		s.sdk.AddTool(mcpTool(t, rt.S.NoNetwork), s.toolHandler(t))
@@ -78,17 +78,6 @@ func New(rt *agent.Runtime, cfg Config) *Server {
 	}
 	s.addRunTools()
 	return s
-}
-
-// handshakeVersions are the SDK's protocol versions before 2026-07-28.
-func handshakeVersions() []string {
-	var out []string
-	for _, v := range sdk.SupportedProtocolVersions() {
-		if v < "2026-07-28" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // SDK is the MCP server, for a transport to run.
@@ -142,11 +131,18 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 	if st, ok := s.sessions[ss]; ok {
 		return st
 	}
-	var prompter policy.Prompter
-	if canElicit(ss) && !s.rt.S.NoInput {
-		prompter = elicitPrompter{ss}
+	var st *session
+	if modern(ss) {
+		// 2026-07-28: nobody is asked while a call waits; what a person
+		// decides pauses, and the call's result asks (pause.go).
+		st = &session{gate: s.rt.NewPausingGate()}
+	} else {
+		var prompter policy.Prompter
+		if canElicit(ss) && !s.rt.S.NoInput {
+			prompter = elicitPrompter{ss}
+		}
+		st = &session{gate: s.rt.NewGate(prompter)}
 	}
-	st := &session{gate: s.rt.NewGate(prompter)}
 	s.sessions[ss] = st
 	go func() {
 		_ = ss.Wait()
@@ -169,7 +165,17 @@ func (s *Server) toolHandler(t tools.Tool) sdk.ToolHandler {
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		out := s.rt.CallTool(withSession(ctx, req.Session), agent.ToolCall{Tool: t, Args: args, Gate: s.session(req.Session).gate})
+		c := agent.ToolCall{Tool: t, Args: args, Gate: s.session(req.Session).gate}
+		var out agent.ToolCallResult
+		if s.asksByResult(req.Session) {
+			var ask *sdk.CallToolResult
+			var err error
+			if out, ask, err = s.pausingCall(ctx, req, c); err != nil || ask != nil {
+				return ask, err
+			}
+		} else {
+			out = s.rt.CallTool(withSession(ctx, req.Session), c)
+		}
 		switch {
 		case out.DryRun:
 			return s.textResult(out.Result.Output, false), nil

@@ -55,7 +55,7 @@ func newFixture(t *testing.T, edit func(s *config.Settings)) *fixture {
 	if edit != nil {
 		edit(s)
 	}
-	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "mcp-serve", MCPServers: []string{}, Prompter: Prompter(s.NoInput)})
+	rt, err := agent.Open(context.Background(), s, agent.Options{Mode: "mcp-serve", MCPServers: []string{}, Prompter: Prompter(s.NoInput), History: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +63,20 @@ func newFixture(t *testing.T, edit func(s *config.Settings)) *fixture {
 	return &fixture{t: t, ws: ws, rt: rt, srv: New(rt, Config{Version: "test"})}
 }
 
-// connect starts a session over in-memory transports; opts may add the
-// client's elicitation handler.
+// legacy is the protocol version before multi round-trip requests: a
+// question is elicited while the call waits.
+const legacy = "2025-11-25"
+
+// connect starts a session on protocol 2025-11-25 over in-memory
+// transports; opts may add the client's elicitation handler.
 func (f *fixture) connect(opts *sdk.ClientOptions) *sdk.ClientSession {
+	f.t.Helper()
+	return f.connectAt(opts, legacy)
+}
+
+// connectAt starts a session on protocol version (the SDK's newest when
+// "") over in-memory transports.
+func (f *fixture) connectAt(opts *sdk.ClientOptions, version string) *sdk.ClientSession {
 	f.t.Helper()
 	ct, st := sdk.NewInMemoryTransports()
 	ctx := context.Background()
@@ -74,9 +85,12 @@ func (f *fixture) connect(opts *sdk.ClientOptions) *sdk.ClientSession {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		f.t.Fatal(err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
+		f.t.Fatalf("protocol %s, want %s", got, version)
 	}
 	f.t.Cleanup(func() { cs.Close() })
 	return cs
@@ -472,7 +486,8 @@ func TestHTTPSessions(t *testing.T) {
 	hs := httptest.NewServer(f.srv.Handler(HTTPOptions{MaxSessions: 2}))
 	defer hs.Close()
 	open := func() (*sdk.ClientSession, error) {
-		return sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL}, nil)
+		// Sessions are 2025-11-25's: 2026-07-28 is stateless.
+		return sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL}, &sdk.ClientSessionOptions{ProtocolVersion: legacy})
 	}
 	var sessions []*sdk.ClientSession
 	for range 2 {

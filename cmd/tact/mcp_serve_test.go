@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -317,4 +318,76 @@ func startMCPHTTP(t *testing.T, c *e2eCase, extra ...string) *mcpHTTPServer {
 		t.Fatalf("no listening line on stderr: %v", sc.Err())
 	}
 	return srv
+}
+
+// TestMCPServeAskUserBothRevisions: tact mcp serve over stdio, a run whose
+// model calls ask_user. A 2026-07-28 client gets an input-required result
+// and its SDK retries the call with the answer: the paused run goes on
+// from its checkpoint (the side effect before the pause ran once) under a
+// new run that names it (resumed_from). A 2025-11-25 client is asked by
+// elicitation while the call waits. The secret in the question reaches
+// neither client.
+func TestMCPServeAskUserBothRevisions(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			c := newMCPServeCase(t)
+			env := c.env[:0:0]
+			for _, kv := range c.env {
+				if !strings.HasPrefix(kv, "TACT_NO_INPUT=") {
+					env = append(env, kv)
+				}
+			}
+			c.env = env
+			replies := c.file("script.jsonl", script(t,
+				reply("run_command", map[string]any{"command": "sh -c 'echo x >> counter.txt'"}),
+				reply("ask_user", map[string]any{"question": "Which config is live? (token " + mcpServeSecret + ")", "options": []any{"the red one", "the blue one"}}),
+				answer("blue is live", "expect", []any{"the blue one"})))
+			var asked []string
+			cmd := exec.Command(c.bin, "mcp", "serve", "--workspace", c.ws, "--policy", c.pol, "--yes", "--backend", "script", "--script", replies)
+			cmd.Env = c.env
+			cmd.Stderr = os.Stderr
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e"}, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				asked = append(asked, req.Params.Message)
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "the blue one"}}, nil
+			}}).Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cs.InitializeResult().ProtocolVersion; got != version {
+				t.Fatalf("protocol %s, want %s", got, version)
+			}
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "tact_run", Arguments: map[string]any{"query": "which config is live?", "no_plan": true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, _ := res.StructuredContent.(map[string]any)
+			if res.IsError || sc["final_answer"] != "blue is live" {
+				t.Fatalf("tact_run: isError %v, structured %v", res.IsError, sc)
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], "[REDACTED]") || strings.Contains(asked[0], mcpServeSecret) {
+				t.Errorf("asked %q, want the question once, redacted", asked)
+			}
+			if raw, _ := json.Marshal(res); strings.Contains(string(raw), mcpServeSecret) {
+				t.Errorf("the result holds the secret: %s", raw)
+			}
+			if data, _ := os.ReadFile(filepath.Join(c.ws, "counter.txt")); string(data) != "x\n" {
+				t.Errorf("counter.txt %q, want the side effect once", data)
+			}
+			// The server's end writes what its history holds.
+			cs.Close()
+			p := c.run("log", "--json")
+			if code := p.wait(time.Minute); code != 0 {
+				t.Fatalf("tact log: exit %d: %s", code, p.stderr.String())
+			}
+			runs := strings.Count(p.stdout.String(), `"command":"mcp-serve"`)
+			paused := strings.Count(p.stdout.String(), `"reason":"needs_input"`)
+			resumed := len(regexp.MustCompile(`"resumed_from":"[0-9a-f]`).FindAllString(p.stdout.String(), -1))
+			if version == "2026-07-28" && (runs != 2 || paused != 1 || resumed != 1) {
+				t.Errorf("2026-07-28: %d runs, %d paused, %d resumed; want the paused run and the one answering it\n%s", runs, paused, resumed, p.stdout.String())
+			}
+			if version == "2025-11-25" && (runs != 1 || paused != 0) {
+				t.Errorf("2025-11-25: %d runs, %d paused; want one run that never paused\n%s", runs, paused, p.stdout.String())
+			}
+		})
+	}
 }

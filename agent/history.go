@@ -95,7 +95,7 @@ func (rt *Runtime) newRecord(l *life, job Job) *runrecord.Writer {
 		return nil
 	}
 	run := history.Run{
-		ID: l.id, Command: rt.opts.Mode, Workspace: rt.Env.Workspace,
+		ID: l.id, Command: rt.opts.Mode, Workspace: l.env.Workspace,
 		Backend: infoString(rt.Info, "backend"), Model: infoString(rt.Info, "model"),
 		Settings: string(rt.Redactor.RedactJSON(l.s.Snapshot(ResumedSettings))),
 	}

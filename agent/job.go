@@ -69,6 +69,11 @@ type Job struct {
 	// (tact mcp serve on protocol 2026-07-28). Pair it with a gate from
 	// Runtime.NewPausingGate for approvals.
 	Pause bool
+	// Workspace, when set, is the directory this job's tools work in
+	// instead of the runtime's (tact test run: a fresh copy of a case's
+	// fixture for every trial); its project instructions are read from
+	// there.
+	Workspace string
 }
 
 // Resume is an earlier run to go on with (see Job.Resume).
@@ -144,6 +149,13 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 	}
 	l := rt.newLife(job)
 	l.ctx = ctx
+	if job.Workspace != "" {
+		if err := l.useWorkspace(job.Workspace); err != nil {
+			l.start(job.Query)
+			l.finish(err, llm.Usage{})
+			return nil, err
+		}
+	}
 	l.rec = rt.newRecord(l, job)
 	l.sink = react.Sinks{l.sink, l.rec}
 	var planUsage llm.Usage
@@ -166,6 +178,7 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		return nil, err
 	}
 	l.start(query)
+	ctx = l.callInfo(ctx, query)
 	if err := rt.modelFor(l, plan); err != nil {
 		return nil, err
 	}
@@ -268,6 +281,7 @@ func (rt *Runtime) resume(ctx context.Context, l *life, job Job) (*react.Result,
 		return nil, badInputf("run %s: its checkpoint does not read: %v", job.Resume.From, err)
 	}
 	l.start(cp.Query)
+	ctx = l.callInfo(ctx, cp.Query)
 	if rt.noModel != nil && (len(cp.Plan) == 0 || cp.State.PendingPlanStep == 0) {
 		return nil, rt.needModel("resuming run "+job.Resume.From, "; its next action comes from the model")
 	}
@@ -301,7 +315,7 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 			DryRun: s.DryRun, ContextSize: s.CtxSize, CompactAt: float64(s.CompactAt), KeepSteps: s.KeepSteps,
 			AnswerSchema: l.answer, ProjectInstructions: l.instructions.Text, Files: l.files,
 		},
-		Registry: rt.Registry, Env: rt.Env, Backend: rt.Backend, Gate: l.gate(), Events: l.sink, Redact: rt.Redactor.Redact,
+		Registry: rt.Registry, Env: l.env, Backend: rt.Backend, Gate: l.gate(), Events: l.sink, Redact: rt.Redactor.Redact,
 		Sampling: Sampling(s), MaxTokens: s.MaxTokens, Log: slog.Default(), SpentUsage: spent,
 		Conversation: l.earlier,
 	}
@@ -355,7 +369,7 @@ func (l *life) withTimeout(ctx context.Context) (context.Context, context.Cancel
 // planner is the runtime's planner, with the job's sampling, reply size
 // and --allow-tools when the job has its own settings.
 func (l *life) planner() *planner.Planner {
-	if l.s == l.rt.S && len(l.earlier) == 0 && len(l.paramNames) == 0 && len(l.files) == 0 {
+	if l.s == l.rt.S && len(l.earlier) == 0 && len(l.paramNames) == 0 && len(l.files) == 0 && l.env == l.rt.Env {
 		return l.rt.planner
 	}
 	p := *l.rt.planner
@@ -440,6 +454,7 @@ type life struct {
 	answer     json.RawMessage // the job's --schema (nil: none)
 	jobGate    tools.Gate      // Job.Gate (nil: the runtime's)
 	pause      bool            // Job.Pause
+	env        *tools.Env      // the workspace: the runtime's, or Job.Workspace's
 	// ctx is the caller's, on every event the job emits itself: the
 	// telemetry sink continues the caller's trace from it.
 	ctx context.Context
@@ -462,7 +477,7 @@ func (rt *Runtime) newLife(job Job) *life {
 	if job.Settings != nil {
 		s = job.Settings
 	}
-	l := &life{rt: rt, s: s, id: id, sink: react.Sinks{rt.events, job.Events}, files: job.Files, jobGate: job.Gate, pause: job.Pause,
+	l := &life{rt: rt, s: s, id: id, env: rt.Env, sink: react.Sinks{rt.events, job.Events}, files: job.Files, jobGate: job.Gate, pause: job.Pause,
 		fileNames: react.FileNames(job.Files), instructions: rt.projectInstructions(s)}
 	if job.Conversation != nil {
 		l.turn, l.convID, l.earlier = job.Conversation.next()
@@ -479,7 +494,7 @@ func (l *life) start(query string) {
 		return
 	}
 	l.started = true
-	fields := map[string]any{"query": l.rt.Redactor.Redact(query), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"], "sandbox": l.rt.Env.SandboxInfo()}
+	fields := map[string]any{"query": l.rt.Redactor.Redact(query), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"], "sandbox": l.env.SandboxInfo()}
 	if l.convID != "" {
 		fields["conversation"], fields["turn"] = l.convID, l.turn
 	}
@@ -528,4 +543,37 @@ func needFiles(plan *planner.Plan, name string, given int) error {
 	}
 	return fmt.Errorf("%s:%d: the plan was made with %d context file(s) (%s): give them with -f, in that order",
 		name, h.Line, len(h.Files), strings.Join(h.Files, ", "))
+}
+
+// useWorkspace makes dir the job's workspace (Job.Workspace): the
+// runtime's environment but for the directory, and dir's project
+// instructions.
+func (l *life) useWorkspace(dir string) error {
+	env, err := tools.NewEnv(dir)
+	if err != nil {
+		return badInputf("workspace: %v", err)
+	}
+	own := *l.rt.Env
+	own.Workspace = env.Workspace
+	l.env = &own
+	if l.s.ProjectInstructions {
+		in, err := instructions.Load(own.Workspace)
+		if err != nil {
+			slog.Warn("running without the project instructions", "err", err)
+			in = instructions.Instructions{}
+		}
+		l.instructions = in
+	}
+	return nil
+}
+
+// callInfo is ctx telling the backend the run's query and recording each
+// reply as a model_reply event (redacted, with its prompt's digest), from
+// which tact test record makes a cassette.
+func (l *life) callInfo(ctx context.Context, query string) context.Context {
+	q := l.rt.Redactor.Redact(query)
+	return llm.WithCallInfo(ctx, &llm.CallInfo{Query: q, OnReply: func(req llm.Request, resp llm.Response) {
+		l.emit(react.EventModelReply, map[string]any{"kind": req.Kind, "prompt_digest": llm.PromptDigest(req.Messages, q),
+			"reply": l.rt.Redactor.Redact(strings.ToValidUTF8(resp.Text, "\uFFFD")), "token_usage": resp.Usage})
+	}})
 }

@@ -65,6 +65,9 @@ type Options struct {
 	// pulled since.
 	GivenModelOnly bool
 	PlanModel      string
+	// Backend, when set, is the model backend instead of the one the
+	// settings name (tact test run's replay of recorded replies).
+	Backend llm.Backend
 }
 
 // Runtime is everything jobs share: opened once, safe for concurrent jobs.
@@ -192,8 +195,10 @@ func Open(ctx context.Context, s *config.Settings, opts Options) (rt *Runtime, e
 			return rt, badInputf("--allow-tools: unknown tool %q (known: %s)", t, strings.Join(rt.Registry.Names(), ", "))
 		}
 	}
-	if rt.Backend, err = openBackend(ctx, s, opts, rt.opts.SettingName); err != nil {
-		return rt, err
+	if rt.Backend = opts.Backend; rt.Backend == nil {
+		if rt.Backend, err = openBackend(ctx, s, opts, rt.opts.SettingName); err != nil {
+			return rt, err
+		}
 	}
 	// The one place prompts are redacted: every optional capability of the
 	// backend passes through the wrapper (llm.Redacting).

@@ -51,7 +51,13 @@ type redacting struct {
 
 func (r *redacting) Complete(ctx context.Context, req Request) (Response, error) {
 	req.Messages = RedactMessages(req.Messages, r.redact)
-	return r.b.Complete(ctx, req)
+	resp, err := r.b.Complete(ctx, req)
+	// Every call of a runtime passes here, its prompt redacted: the one
+	// place a run's replies are reported (CallInfo).
+	if c := CallInfoOf(ctx); err == nil && c != nil && c.OnReply != nil {
+		c.OnReply(req, resp)
+	}
+	return resp, err
 }
 
 func (r *redacting) Close() error { return r.b.Close() }

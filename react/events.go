@@ -30,9 +30,13 @@ const (
 	EventReplan        = "replan"
 	EventReplanFailed  = "replan_failed"
 	EventModelCall     = "model_call"
-	EventCompaction    = "compaction"
-	EventFallback      = "fallback"
-	EventTermination   = "termination"
+	// EventModelReply is a model call's reply (every kind, the planner's
+	// too) and its prompt's digest (llm.PromptDigest): what tact test
+	// record makes a cassette of.
+	EventModelReply  = "model_reply"
+	EventCompaction  = "compaction"
+	EventFallback    = "fallback"
+	EventTermination = "termination"
 	// EventProgress is a one-line status for a terminal ("line"); it is not
 	// written to the trace.
 	EventProgress = "progress"

@@ -66,6 +66,7 @@ func newRootCmd(f *factory) (*cobra.Command, error) {
 		newRuntimeCmd(f, nil),
 		newVersionCmd(f, nil),
 		newLogCmd(f, nil, nil),
+		newTestCmd(f),
 	)
 	// A command with subcommands (tact, mcp, models, models cache, log)
 	// given a word that is none of them fails with a usage error naming

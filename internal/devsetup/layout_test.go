@@ -37,6 +37,7 @@ type place struct {
 var floors = map[string]place{
 	"cmd/tact":           {frontEnds, "the CLI: one file a command; commands parse, wire and print"},
 	"cmd/tact/render":    {frontEnds, "draws a run on a terminal"},
+	"suiterun":           {frontEnds, "tact test: records runs as cases, replays and runs suites"},
 	"server":             {frontEnds, "tact serve: HTTP, queue, auth"},
 	"server/stepapi":     {frontEnds, "the step service (one ReAct step over HTTP)"},
 	"server/prose":       {frontEnds, "prose answers for the step API"},

@@ -1,0 +1,426 @@
+package suiterun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tactcli/tact/history"
+	"github.com/tactcli/tact/internal/atomicfile"
+	"github.com/tactcli/tact/react"
+	"github.com/tactcli/tact/runrecord"
+	"github.com/tactcli/tact/testsuite"
+	"github.com/tactcli/tact/tools"
+)
+
+// RecordOptions say where a recorded run goes and how much of its
+// workspace the fixture may hold.
+type RecordOptions struct {
+	Suite string // the suite directory (made when missing)
+	Name  string // the new case's name
+	// MaxFile and MaxTotal cap the fixture: a bigger file is left out,
+	// and so are files past the total (0: 1 MiB and 16 MiB).
+	MaxFile, MaxTotal int64
+	// Redact, when set, redacts the fixture's files: what tact writes
+	// holds no secret.
+	Redact func(string) string
+}
+
+// Recorded is what Record wrote.
+type Recorded struct {
+	CaseFile, Fixture, Cassette, Plan string
+	Files                             []string // the fixture's files, relative to it
+	// Notes are lines for the user: files left out of the fixture and
+	// why, things a replay will not have.
+	Notes []string
+	Calls int // model replies in the cassette
+}
+
+var caseName = regexp.MustCompile(`^[a-z0-9._-]+$`)
+
+// Record turns a recorded run into a case of the suite: it appends the
+// case line to SUITE/cases.jsonl and writes the fixture (the files the
+// run's tools read, taken from its workspace now) to SUITE/fixtures/NAME
+// and the model's replies to SUITE/cassettes/NAME.jsonl. Its starting
+// assertions (the termination reason, the tool sequence) are for the
+// user to edit.
+func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o RecordOptions) (*Recorded, error) {
+	if !caseName.MatchString(o.Name) || o.Name == "." || o.Name == ".." {
+		return nil, fmt.Errorf("--name %q: a case name is lower-case letters, digits, '.', '_' and '-'", o.Name)
+	}
+	if o.MaxFile <= 0 {
+		o.MaxFile = 1 << 20
+	}
+	if o.MaxTotal <= 0 {
+		o.MaxTotal = 16 << 20
+	}
+	out := &Recorded{
+		CaseFile: filepath.Join(o.Suite, "cases.jsonl"),
+		Fixture:  filepath.Join(o.Suite, "fixtures", o.Name),
+		Cassette: filepath.Join(o.Suite, "cassettes", o.Name+".jsonl"),
+	}
+	if err := checkNew(out, o); err != nil {
+		return nil, err
+	}
+	if !rec.Ended {
+		return nil, fmt.Errorf("run %s never ended (%s): record a run that finished", rec.ID, rec.Reason)
+	}
+	res, err := book.Result(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	cas := &Cassette{Header: Header{Case: o.Name, Run: rec.ID, Query: rec.Query}}
+	var instr []string
+	err = book.Events(ctx, rec.ID, func(line string) error {
+		var ev struct {
+			Event string   `json:"event"`
+			Instr []string `json:"project_instructions"`
+			Reply
+			Text string `json:"reply"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			return nil // a line the store kept as it came: not ours to judge
+		}
+		switch ev.Event {
+		case react.EventRunStart:
+			instr = ev.Instr
+		case react.EventModelReply:
+			r := ev.Reply
+			r.Text = ev.Text
+			cas.Replies = append(cas.Replies, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rec.DroppedEvents > 0 {
+		return nil, fmt.Errorf("run %s lost %d trace events while it ran: its model replies are incomplete, record another run", rec.ID, rec.DroppedEvents)
+	}
+	out.Calls = len(cas.Replies)
+	if len(instr) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("the run's system prompt held project instructions (%s): a trial's workspace has them only when the fixture does, else its prompts mismatch the cassette", strings.Join(instr, ", ")))
+	}
+	line := caseLine{Name: o.Name, Fixture: "fixtures/" + o.Name, Cassette: "cassettes/" + o.Name + ".jsonl"}
+	if rec.Command == "exec" && rec.Plan != "" {
+		out.Plan = filepath.Join(o.Suite, "plans", o.Name+".jsonl")
+		line.Plan = "plans/" + o.Name + ".jsonl"
+	} else {
+		line.Query = rec.Query
+	}
+	line.Flags = recordedFlags(rec.Settings)
+	line.Assert = startingAsserts(res)
+
+	files, notes := readFiles(res, rec.Workspace, o)
+	out.Notes = append(out.Notes, notes...)
+	if err := os.MkdirAll(out.Fixture, 0o755); err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		to := filepath.Join(out.Fixture, f.rel)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(to, f.data, f.mode|0o600); err != nil {
+			return nil, err
+		}
+		out.Files = append(out.Files, f.rel)
+	}
+	if err := writeFileNew(out.Cassette, func(b *bytes.Buffer) error { _, err := cas.WriteTo(b); return err }); err != nil {
+		return nil, err
+	}
+	if out.Plan != "" {
+		if err := writeFileNew(out.Plan, func(b *bytes.Buffer) error { return planJSONL(b, rec.Plan) }); err != nil {
+			return nil, err
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(line); err != nil {
+		return nil, err
+	}
+	return out, appendLine(out.CaseFile, b.Bytes())
+}
+
+// checkNew refuses a name the suite has already.
+func checkNew(out *Recorded, o RecordOptions) error {
+	if data, err := os.ReadFile(out.CaseFile); err == nil {
+		for _, c := range testsuite.ParseCases(out.CaseFile, data) {
+			if c.Name == o.Name {
+				return fmt.Errorf("%s: case %q exists already (--name)", c.Where(), o.Name)
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, p := range []string{out.Fixture, out.Cassette} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s exists already: choose another --name or remove it", p)
+		}
+	}
+	return nil
+}
+
+// caseLine is a recorded case as cases.jsonl gets it.
+type caseLine struct {
+	Name     string                `json:"name"`
+	Query    string                `json:"query,omitempty"`
+	Plan     string                `json:"plan,omitempty"`
+	Fixture  string                `json:"fixture"`
+	Cassette string                `json:"cassette"`
+	Flags    map[string]any        `json:"flags,omitempty"`
+	Assert   []testsuite.Assertion `json:"assert"`
+}
+
+// recordedFlags are the run's settings that a case's flags carry, where
+// they differ from the defaults.
+func recordedFlags(settings string) map[string]any {
+	var s struct {
+		AllowTools     []string
+		NoPlan         bool
+		ReadOnly       bool
+		MaxIterations  int
+		TokenBudget    int
+		StopWhen       string
+		SuccessPhrases []string
+		FailurePhrases []string
+		Timeout        time.Duration
+		NoNetwork      bool
+	}
+	if json.Unmarshal([]byte(settings), &s) != nil {
+		return nil
+	}
+	f := map[string]any{}
+	if len(s.AllowTools) > 0 {
+		f["allow_tools"] = s.AllowTools
+	}
+	if s.NoPlan {
+		f["no_plan"] = true
+	}
+	if s.ReadOnly {
+		f["read_only"] = true
+	}
+	if s.NoNetwork {
+		f["no_network"] = true
+	}
+	if s.MaxIterations > 0 {
+		f["max_iterations"] = s.MaxIterations
+	}
+	if s.TokenBudget > 0 {
+		f["token_budget"] = s.TokenBudget
+	}
+	if s.StopWhen != "" {
+		f["stop_when"] = s.StopWhen
+	}
+	if len(s.SuccessPhrases) > 0 {
+		f["success_phrases"] = s.SuccessPhrases
+	}
+	if len(s.FailurePhrases) > 0 {
+		f["failure_phrases"] = s.FailurePhrases
+	}
+	if s.Timeout > 0 {
+		f["timeout"] = s.Timeout.String()
+	}
+	if len(f) == 0 {
+		return nil
+	}
+	return f
+}
+
+// startingAsserts are a recorded run's first assertions: how it ended,
+// and the tools it called, in order.
+func startingAsserts(res *react.Result) []testsuite.Assertion {
+	tools, decisions, decided := []string{}, []string{}, false
+	for _, st := range res.Trace.Steps {
+		if st.Action.Tool != "" {
+			tools = append(tools, st.Action.Tool)
+		}
+		decisions = append(decisions, st.Decision)
+		decided = decided || st.Decision != ""
+	}
+	seq, _ := json.Marshal(tools)
+	reason, _ := json.Marshal(string(res.TerminationReason))
+	out := []testsuite.Assertion{
+		{Name: "ends as " + string(res.TerminationReason), JQ: ".termination_reason == " + string(reason)},
+		{Name: "calls the recorded tools in order", JQ: "[.trace.steps[].action.tool // empty] == " + string(seq)},
+	}
+	if decided { // approvals (policy, --yes) decide as they did
+		d, _ := json.Marshal(decisions)
+		out = append(out, testsuite.Assertion{Name: "approvals decide as recorded", JQ: "[.trace.steps[] | .decision // \"\"] == " + string(d)})
+	}
+	return out
+}
+
+type fixtureFile struct {
+	rel  string
+	data []byte
+	mode fs.FileMode
+}
+
+// readFiles reads what the run's tools named as paths to read (or to edit:
+// the file must be there first) from its workspace, as they are now, within
+// the size caps; the notes say what was left out and why.
+func readFiles(res *react.Result, workspace string, o RecordOptions) ([]fixtureFile, []string) {
+	var notes []string
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("the run's workspace %s cannot be read (%v): the fixture is empty", workspace, err)}
+	}
+	defer root.Close()
+	seen := map[string]bool{}
+	var names []string
+	written := map[string]bool{}
+	for _, st := range res.Trace.Steps {
+		if st.Action.Tool == "" {
+			continue
+		}
+		d, ok := tools.BuiltinDecl(st.Action.Tool)
+		if !ok {
+			continue
+		}
+		var args map[string]any
+		if json.Unmarshal(st.Action.Args, &args) != nil {
+			continue
+		}
+		for _, p := range d.Paths {
+			v, _ := args[p].(string)
+			if v == "" {
+				v = "."
+			}
+			rel := filepath.Clean(v)
+			if filepath.IsAbs(rel) {
+				if r, err := filepath.Rel(workspace, rel); err == nil {
+					rel = r
+				}
+			}
+			if rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+				continue
+			}
+			if d.Content != "" && d.Old == "" { // write_file: the run made it
+				written[rel] = true
+				continue
+			}
+			if !seen[rel] {
+				seen[rel] = true
+				names = append(names, rel)
+			}
+		}
+	}
+	var out []fixtureFile
+	var total int64
+	add := func(rel string) {
+		if written[rel] {
+			return
+		}
+		for _, f := range out {
+			if f.rel == rel {
+				return
+			}
+		}
+		st, err := root.Stat(rel)
+		if err != nil || !st.Mode().IsRegular() {
+			return
+		}
+		switch {
+		case st.Size() > o.MaxFile:
+			notes = append(notes, fmt.Sprintf("left out %s: %d bytes, over the %d-byte cap a file", rel, st.Size(), o.MaxFile))
+			return
+		case total+st.Size() > o.MaxTotal:
+			notes = append(notes, fmt.Sprintf("left out %s: the fixture would pass its %d-byte cap", rel, o.MaxTotal))
+			return
+		}
+		data, err := root.ReadFile(rel)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("left out %s: %v", rel, err))
+			return
+		}
+		if o.Redact != nil {
+			if r := o.Redact(string(data)); r != string(data) {
+				data = []byte(r)
+				notes = append(notes, fmt.Sprintf("redacted secrets in %s: the fixture holds [REDACTED] where they were", rel))
+			}
+		}
+		total += int64(len(data))
+		out = append(out, fixtureFile{rel: rel, data: data, mode: st.Mode().Perm()})
+	}
+	sort.Strings(names)
+	for _, rel := range names {
+		st, err := root.Stat(rel)
+		if err != nil {
+			if !written[rel] {
+				notes = append(notes, fmt.Sprintf("left out %s: not in the workspace now", rel))
+			}
+			continue
+		}
+		if !st.IsDir() {
+			add(rel)
+			continue
+		}
+		// A directory the run listed or searched: its files, within the caps.
+		_ = fs.WalkDir(root.FS(), rel, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") && p != rel {
+				return fs.SkipDir
+			}
+			if d.Type().IsRegular() {
+				add(p)
+			}
+			return nil
+		})
+	}
+	return out, notes
+}
+
+// planJSONL writes the recorded plan rows (a JSON array) one a line.
+func planJSONL(b *bytes.Buffer, rows string) error {
+	var list []json.RawMessage
+	if err := json.Unmarshal([]byte(rows), &list); err != nil {
+		return fmt.Errorf("the run's plan: %w", err)
+	}
+	for _, r := range list {
+		var c bytes.Buffer
+		if err := json.Compact(&c, r); err != nil {
+			return err
+		}
+		b.Write(c.Bytes())
+		b.WriteByte('\n')
+	}
+	return nil
+}
+
+// writeFileNew writes a file that must not exist yet, making its folder.
+func writeFileNew(path string, fill func(*bytes.Buffer) error) error {
+	var b bytes.Buffer
+	if err := fill(&b); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, b.Bytes())
+}
+
+// appendLine appends line to the case file, made when missing.
+func appendLine(path string, line []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

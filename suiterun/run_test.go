@@ -1,0 +1,203 @@
+package suiterun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tactcli/tact/agent"
+	"github.com/tactcli/tact/agent/agenttest"
+	"github.com/tactcli/tact/config"
+	"github.com/tactcli/tact/history"
+	"github.com/tactcli/tact/runrecord"
+	"github.com/tactcli/tact/testsuite"
+)
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func loadSuite(t *testing.T, dir string) *testsuite.Suite {
+	t.Helper()
+	s, err := testsuite.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Cases {
+		if c.Err != nil {
+			t.Fatal(c.Err)
+		}
+	}
+	return s
+}
+
+// Every trial gets a fresh copy of the fixture: a case that deletes a file
+// passes in each of its trials, run at once, and the fixture is untouched.
+func TestRunFreshFixture(t *testing.T) {
+	s := agenttest.Settings(t, "")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"cases.jsonl": `{"name":"rm","plan":"plans/rm.jsonl","fixture":"fx","flags":{"yes":true},` +
+			`"assert":[{"jq":".termination_reason == \"success\""}],"files":[{"path":"old.log","absent":true},{"path":"keep.txt","unchanged":true}]}` + "\n",
+		"plans/rm.jsonl": `{"tool":"run_command","args":{"command":"rm old.log"}}` + "\n" + `{"tool":"final_answer","args":{"answer":"removed"}}` + "\n",
+		"fx/old.log":     "old\n",
+		"fx/keep.txt":    "keep\n",
+	})
+	opened := 0
+	open := func(ctx context.Context, s *config.Settings, o agent.Options) (*agent.Runtime, error) {
+		opened++
+		return agent.Open(ctx, s, o)
+	}
+	res, err := Run(context.Background(), loadSuite(t, dir), Options{Settings: s, Open: open, Trials: 5, Parallel: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 5 || opened != 1 {
+		t.Fatalf("%d results, %d runtimes opened; want 5 and 1", len(res), opened)
+	}
+	for i, r := range res {
+		if !r.Passed() || r.Trial != i+1 {
+			t.Errorf("trial %d: %+v", i+1, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fx", "old.log")); err != nil {
+		t.Fatalf("the fixture lost its file: %v", err)
+	}
+}
+
+// Cases whose runtime flags differ get a runtime of their own; a case the
+// suite cannot run is one result saying why, and the others run.
+func TestRunGroupsAndErrors(t *testing.T) {
+	s := agenttest.Settings(t, "")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"cases.jsonl": `{"name":"a","plan":"plans/p.jsonl","assert":[{"jq":".success"}]}` + "\n" +
+			`{"name":"b","plan":"plans/p.jsonl","flags":{"read_only":true},"assert":[{"jq":".success"}]}` + "\n" +
+			`{"name":"c","query":"q","cassette":"cassettes/other.jsonl","assert":[{"jq":".success"}]}` + "\n" +
+			`{"name":"d","query":"q","assert":[{"jq":".success"}]}` + "\n",
+		"plans/p.jsonl":         `{"tool":"final_answer","args":{"answer":"ok"}}` + "\n",
+		"cassettes/other.jsonl": `{"cassette":1,"case":"a","run":"r9"}` + "\n",
+	})
+	opened := 0
+	open := func(ctx context.Context, s *config.Settings, o agent.Options) (*agent.Runtime, error) {
+		opened++
+		return agent.Open(ctx, s, o)
+	}
+	res, err := Run(context.Background(), loadSuite(t, dir), Options{Settings: s, Open: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opened != 2 {
+		t.Errorf("%d runtimes opened, want 2 (read_only apart)", opened)
+	}
+	byCase := map[string]testsuite.TrialResult{}
+	for _, r := range res {
+		byCase[r.Case] = r
+	}
+	if !byCase["a"].Passed() || !byCase["b"].Passed() {
+		t.Errorf("a, b: %+v %+v", byCase["a"], byCase["b"])
+	}
+	if e := byCase["c"].Error; !strings.Contains(e, `cassette `) || !strings.Contains(e, `is the recording of case "a", run r9, not of this case`) {
+		t.Errorf("c: %q", e)
+	}
+	d := byCase["d"]
+	if d.Passed() || len(d.Mismatches) != 1 || !strings.Contains(d.Mismatches[0], "the case has no cassette") {
+		t.Errorf("d: %+v", d)
+	}
+}
+
+// A script-backend run recorded as a case replays and passes; the
+// recording names what it left out.
+func TestRecordReplay(t *testing.T) {
+	const script = `{"kind":"plan","text":"{\"plan\":[{\"thought\":\"Read the log to find errors.\",\"tool\":\"read_file\",\"args\":{\"path\":\"app.log\"}},{\"thought\":\"Answer from the log lines.\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"\"}}]}"}` + "\n" +
+		`{"kind":"fill","text":"{\"answer\":\"the disk is full\"}"}` + "\n"
+	s := agenttest.Settings(t, script)
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	writeFiles(t, s.Workspace, map[string]string{"app.log": "ERROR no space\n", "big.bin": strings.Repeat("x", 100)})
+	s.ProjectInstructions = false
+	ctx := context.Background()
+	rt, err := agent.Open(ctx, s, agent.Options{Mode: "run", History: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := rt.Run(ctx, agent.Job{Query: "why is the disk full?"}); err != nil || !res.Success {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	rt.Close()
+
+	book, rec, err := runrecord.OpenRun(ctx, history.DefaultPath, history.LastRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer book.Close()
+	suite := filepath.Join(t.TempDir(), "suite")
+	out, err := Record(ctx, book, rec, RecordOptions{Suite: suite, Name: "disk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Calls != 2 || len(out.Files) != 1 || out.Files[0] != "app.log" {
+		t.Fatalf("recorded %+v", out)
+	}
+	if _, err := Record(ctx, book, rec, RecordOptions{Suite: suite, Name: "disk"}); err == nil || !strings.Contains(err.Error(), `case "disk" exists already`) {
+		t.Fatalf("a second record of the name: %v", err)
+	}
+	if _, err := Record(ctx, book, rec, RecordOptions{Suite: suite, Name: "Bad Name"}); err == nil {
+		t.Fatal("a bad name was taken")
+	}
+
+	replay := *s
+	replay.Script = ""
+	res, err := Run(ctx, loadSuite(t, suite), Options{Settings: &replay, Open: agent.Open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Passed() {
+		t.Fatalf("replay: %+v", res)
+	}
+	// The replay costs what the recording did.
+	if res[0].Usage.Prompt != int64(rec.Usage.Prompt) || res[0].Usage.Completion != int64(rec.Usage.Completion) {
+		t.Errorf("replay usage %+v, recorded %+v", res[0].Usage, rec.Usage)
+	}
+}
+
+func TestReadFilesCap(t *testing.T) {
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"a.txt": "aaaa", "big.txt": strings.Repeat("b", 50), "d/x.txt": "x", "d/y.txt": "yy"})
+	res := resultWithSteps(`{"tool":"read_file","args":{"path":"a.txt"}}`, `{"tool":"read_file","args":{"path":"big.txt"}}`,
+		`{"tool":"list_files","args":{"path":"d"}}`, `{"tool":"write_file","args":{"path":"new.txt","content":"n"}}`,
+		`{"tool":"read_file","args":{"path":"../outside"}}`, `{"tool":"read_file","args":{"path":"gone.txt"}}`)
+	redact := func(s string) string { return strings.ReplaceAll(s, "yy", "[REDACTED]") }
+	files, notes := readFiles(res, ws, RecordOptions{MaxFile: 10, MaxTotal: 6, Redact: redact})
+	var got []string
+	for _, f := range files {
+		got = append(got, f.rel)
+	}
+	if strings.Join(got, ",") != "a.txt,d/x.txt" {
+		t.Errorf("files %q", got)
+	}
+	files, notes2 := readFiles(resultWithSteps(`{"tool":"read_file","args":{"path":"d/y.txt"}}`), ws, RecordOptions{MaxFile: 100, MaxTotal: 100, Redact: redact})
+	if len(files) != 1 || string(files[0].data) != "[REDACTED]" || len(notes2) != 1 || !strings.Contains(notes2[0], "redacted secrets in d/y.txt") {
+		t.Errorf("redacted: %v %q", files, notes2)
+	}
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{"left out big.txt: 50 bytes, over the 10-byte cap", "left out d/y.txt: the fixture would pass its 6-byte cap", "left out gone.txt: not in the workspace now"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+	if strings.Contains(all, "new.txt") || strings.Contains(all, "outside") {
+		t.Errorf("notes %q name a written or outside file", notes)
+	}
+}

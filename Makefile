@@ -114,9 +114,9 @@ test: $(DEPS_STAMP) build $(OLLAMA) runtime
 	@# llama.cpp's under it).
 	CGO_ENABLED=$(OTHER_CGO) $(GO) test $(OTHER_TAGS) -timeout $(TEST_TIMEOUT) $(PROVIDER_PKGS)
 	@# Concurrent runs on one executor and one runtime (on the tiny model:
-	@# backends) and a suite's trials checked at once (testsuite), under
+	@# backends) and a suite's trials checked and run at once (testsuite, suiterun), under
 	@# the race detector (which needs cgo).
-	CGO_ENABLED=1 $(GO) test $(GOTAGS) -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./backends/ ./testsuite/
+	CGO_ENABLED=1 $(GO) test $(GOTAGS) -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./backends/ ./testsuite/ ./suiterun/
 
 test-short: $(DEPS_STAMP) runtime
 	$(GO) test $(GOTAGS) -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)

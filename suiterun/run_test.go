@@ -44,7 +44,7 @@ func loadSuite(t *testing.T, dir string) *testsuite.Suite {
 
 // Every trial gets a fresh copy of the fixture: a case that deletes a file
 // passes in each of its trials, run at once, and the fixture is untouched.
-func TestRunFreshFixture(t *testing.T) {
+func TestRunConcurrentFreshFixture(t *testing.T) {
 	s := agenttest.Settings(t, "")
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
@@ -59,6 +59,8 @@ func TestRunFreshFixture(t *testing.T) {
 		opened++
 		return agent.Open(ctx, s, o)
 	}
+	tmp := t.TempDir() // where the trials' workspaces are made
+	t.Setenv("TMPDIR", tmp)
 	res, err := Run(context.Background(), loadSuite(t, dir), Options{Settings: s, Open: open, Trials: 5, Parallel: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +75,9 @@ func TestRunFreshFixture(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "fx", "old.log")); err != nil {
 		t.Fatalf("the fixture lost its file: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "tact-test-*")); len(left) > 0 {
+		t.Errorf("trial workspaces left behind: %q", left)
 	}
 }
 

@@ -62,8 +62,10 @@ func TestTestSuiteTinyModel(t *testing.T) {
 		t.Fatalf("exit %d\nstderr: %s", code, p.stderr.String())
 	}
 	var rep struct {
-		OK     bool `json:"ok"`
-		K      int  `json:"k"`
+		OK     bool   `json:"ok"`
+		K      int    `json:"k"`
+		Mode   string `json:"mode"`
+		Model  string `json:"model"`
 		Totals struct {
 			Trials     int            `json:"trials"`
 			TokenUsage map[string]int `json:"token_usage"`
@@ -90,6 +92,9 @@ func TestTestSuiteTinyModel(t *testing.T) {
 	}
 	if len(rep.Cases) != 10 || rep.K != 5 || rep.Totals.Trials != 50 {
 		t.Fatalf("%d cases, k=%d, %d trials; want 10, 5, 50\nstderr: %s", len(rep.Cases), rep.K, rep.Totals.Trials, p.stderr.String())
+	}
+	if rep.Mode != "live" || rep.Model != model {
+		t.Errorf("mode %q, model %q; want live, %s", rep.Mode, rep.Model, model)
 	}
 	if (code == 0) != rep.OK {
 		t.Errorf("exit %d with ok=%v", code, rep.OK)

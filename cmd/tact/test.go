@@ -132,7 +132,10 @@ func testRun(ctx context.Context, o *testRunOptions) error {
 	rep.Started, rep.Duration = start, time.Since(start)
 	rep.Mode = "replay"
 	if o.Live {
-		rep.Mode = "live"
+		rep.Mode, rep.Model = "live", o.S.Model
+		if rep.Model == "" {
+			rep.Model = o.S.APIModel
+		}
 	}
 	if o.JUnit != "" {
 		var b bytes.Buffer

@@ -128,19 +128,24 @@ func (r *Report) WriteJSON(w io.Writer) error {
 const maxDetailTrials = 3
 
 // WriteTable writes the report for people (`tact test run`'s stderr): a
-// row a case, its failed checks with how often, then one line a failed
+// row a case (pass@K only when K > 1), its failed checks with how often, then one line a failed
 // check of the first failing trials, and a summary line.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "CASE\tRESULT\tPASS@1\tPASS@%d\tTOKENS\tTIME\tFAILED CHECKS\n", r.K)
+	// With one trial a case pass@K is pass@1: one column says it.
+	passK, blankK := "", ""
+	if r.K > 1 {
+		passK, blankK = fmt.Sprintf("PASS@%d\t", r.K), "\t"
+	}
+	fmt.Fprintf(tw, "CASE\tRESULT\tPASS@1\t%sTOKENS\tTIME\tFAILED CHECKS\n", passK)
 	for _, c := range r.Cases {
 		switch c.Status {
 		case StatusSkipped:
-			fmt.Fprintf(tw, "%s\tskipped\t\t\t\t\t%s\n", c.Case.Name, oneLine(c.Case.Skip))
+			fmt.Fprintf(tw, "%s\tskipped\t\t%s\t\t%s\n", c.Case.Name, blankK, oneLine(c.Case.Skip))
 			continue
 		case StatusError:
 			if len(c.Trials) == 0 {
-				fmt.Fprintf(tw, "%s\terror\t\t\t\t\t%s\n", c.Case.Name, oneLine(c.Error()))
+				fmt.Fprintf(tw, "%s\terror\t\t%s\t\t%s\n", c.Case.Name, blankK, oneLine(c.Error()))
 				continue
 			}
 		}
@@ -148,7 +153,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if c.Status == StatusError {
 			result += " error"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%d\t%s\t%s\n", c.Case.Name, result, c.PassAt1, c.PassAtK,
+		pk := ""
+		if r.K > 1 {
+			pk = fmt.Sprintf("%.2f\t", c.PassAtK)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s%d\t%s\t%s\n", c.Case.Name, result, c.PassAt1, pk,
 			c.Usage.Total(), seconds(c.Duration), countsLine(c.FailureCounts))
 	}
 	if err := tw.Flush(); err != nil {

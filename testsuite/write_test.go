@@ -262,3 +262,24 @@ func TestJUnitConsumer(t *testing.T) {
 		t.Errorf("system-out %q", out)
 	}
 }
+
+// TestWriteTableOneTrial: with one trial a case, pass@K is pass@1 and
+// gets no column of its own.
+func TestWriteTableOneTrial(t *testing.T) {
+	s, err := Load(suiteDir(t, `{"name":"a","query":"q"}`, `{"name":"b","query":"q","skip":"later"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReport(s, 1, []TrialResult{{Case: "a", Trial: 1, Usage: Usage{Prompt: 90, Completion: 10}, Duration: 1500 * time.Millisecond}})
+	var b bytes.Buffer
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "CASE  RESULT   PASS@1  TOKENS  TIME  FAILED CHECKS\n" +
+		"a     1/1      1.00    100     1.5s  \n" +
+		"b     skipped                        later\n" +
+		"2 cases: 1 passed, 0 failed, 0 errors, 1 skipped; 1 trials, 1 passed; 100 tokens (90 prompt, 10 completion); 0.0s\n"
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

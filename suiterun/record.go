@@ -119,6 +119,9 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	}
 	line.Flags = recordedFlags(rec.Settings)
 	line.Assert = startingAsserts(res)
+	if n := approved(res); n != "" {
+		out.Notes = append(out.Notes, fmt.Sprintf("the run's %s approved by --yes or a policy rule (the history does not say which): a trial runs unattended under the policy, so if it was --yes add \"yes\": true to the case's flags", n))
+	}
 
 	files, notes := readFiles(res, rec.Workspace, o)
 	out.Notes = append(out.Notes, notes...)
@@ -259,6 +262,24 @@ func startingAsserts(res *react.Result) []testsuite.Assertion {
 		out = append(out, testsuite.Assertion{Name: "approvals decide as recorded", JQ: "[.trace.steps[] | .decision // \"\"] == " + string(d)})
 	}
 	return out
+}
+
+// approved names the run's write and exec steps that were approved ("" for
+// none), as "steps 2 (write_file), 4 (run_command) were".
+func approved(res *react.Result) string {
+	var steps []string
+	for _, st := range res.Trace.Steps {
+		if st.Decision == "allow" {
+			steps = append(steps, fmt.Sprintf("%d (%s)", st.Iteration, st.Action.Tool))
+		}
+	}
+	switch len(steps) {
+	case 0:
+		return ""
+	case 1:
+		return "step " + steps[0] + " was"
+	}
+	return "steps " + strings.Join(steps, ", ") + " were"
 }
 
 type fixtureFile struct {

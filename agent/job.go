@@ -458,6 +458,8 @@ type life struct {
 	// ctx is the caller's, on every event the job emits itself: the
 	// telemetry sink continues the caller's trace from it.
 	ctx context.Context
+	// resumedFrom is the run a resumed or answered job goes on with.
+	resumedFrom string
 }
 
 // gate is the job's gate: Job.Gate, else the runtime's.
@@ -482,6 +484,9 @@ func (rt *Runtime) newLife(job Job) *life {
 	if job.Conversation != nil {
 		l.turn, l.convID, l.earlier = job.Conversation.next()
 	}
+	if job.Resume != nil {
+		l.resumedFrom = job.Resume.From
+	}
 	return l
 }
 
@@ -497,6 +502,9 @@ func (l *life) start(query string) {
 	fields := map[string]any{"query": l.rt.Redactor.Redact(query), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"], "sandbox": l.env.SandboxInfo()}
 	if l.convID != "" {
 		fields["conversation"], fields["turn"] = l.convID, l.turn
+	}
+	if l.resumedFrom != "" {
+		fields["resumed_from"] = l.resumedFrom // its span names the run it goes on with
 	}
 	if len(l.fileNames) > 0 {
 		names := make([]string, len(l.fileNames))

@@ -78,6 +78,10 @@ type Usage struct {
 	// CPUWaitMS is time spent waiting for other tact processes' model work
 	// (the CPU lock, internal/cpulock); not tokens, and not in Total.
 	CPUWaitMS int64 `json:"cpu_wait_ms,omitempty"`
+	// FirstTokenMS is the time from the call's start to its first
+	// generated token, for backends that see it (llama.cpp): one call's,
+	// so Add leaves it out of totals.
+	FirstTokenMS float64 `json:"first_token_ms,omitempty"`
 }
 
 // Add returns u+o.

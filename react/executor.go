@@ -211,11 +211,15 @@ func (r *run) finish() *Result {
 	if r.res.Trace.Steps == nil {
 		r.res.Trace.Steps = []StepTrace{}
 	}
-	r.emit(EventTermination, map[string]any{
+	fields := map[string]any{
 		"reason": r.res.TerminationReason, "success": r.res.Success, "final_answer": r.res.FinalAnswer,
 		"message": r.res.Message, "exit_code": r.res.ExitCode(), "state": r.res.State,
 		"token_usage": r.res.TokenUsage, "execution_time_ms": r.res.ExecutionTimeMS,
-	})
+	}
+	if r.res.Question != nil {
+		fields["question"] = r.res.Question // a paused run's (redacted): its span says what it waits for
+	}
+	r.emit(EventTermination, fields)
 	return r.res
 }
 
@@ -226,7 +230,9 @@ func (e *Executor) newRun(ctx context.Context, id, query string, plan *planner.P
 	cfg := *e // defaults go into the run's copy: e stays as the caller made it
 	// The run id reaches whatever the gate hands the user's programs.
 	ctx = tools.WithRunID(ctx, id)
-	r := &run{e: &cfg, id: id, ctx: ctx, query: query, plan: plan, res: &Result{RunID: id, TokenUsage: e.SpentUsage}, start: time.Now()}
+	// The total starts from the planning call's usage, a total's fields
+	// only (Add: no one call's time to first token).
+	r := &run{e: &cfg, id: id, ctx: ctx, query: query, plan: plan, res: &Result{RunID: id, TokenUsage: llm.Usage{}.Add(e.SpentUsage)}, start: time.Now()}
 	r.st = &r.res.State
 	r.defaults()
 	answerErr := r.setAnswerSchema()

@@ -29,16 +29,37 @@ type sink struct {
 }
 
 type runSpans struct {
-	ctx      context.Context // holds the invoke_agent span
-	root     trace.Span
-	plan     trace.Span
-	chat     trace.Span
-	chatEnd  *time.Time // the call ended here (its action began); its usage comes with the step
+	ctx  context.Context // holds the invoke_agent span
+	root trace.Span
+	plan trace.Span
+	// planStart is when plan began (the operation duration metric).
+	planStart time.Time
+	// calls are the model calls whose usage has not come yet, oldest
+	// first: a step carries its call's usage, and a later call (the
+	// fallback answer of a stalled run) may come before that step.
+	calls    []*call
 	tool     trace.Span
 	toolCtx  context.Context
 	model    string
 	provider string
 	sandbox  string
+	// last is the time of the run's latest event: a compaction's summary
+	// call (no model_call of its own) ran since then.
+	last time.Time
+	// counted is the usage put on plan and chat spans so far: what the
+	// run's total has beyond it is a call no step recorded (a fallback
+	// answer, a failed call, the question a paused run asks), put on the
+	// call still open at the end.
+	counted llm.Usage
+}
+
+// call is one model call's chat span.
+type call struct {
+	span  trace.Span
+	start time.Time
+	// end is the first event after the call (it returned by then); the
+	// span stays open for the usage the step after it carries.
+	end *time.Time
 }
 
 // provider names the backend as gen_ai.provider.name does.
@@ -75,19 +96,47 @@ func (s *sink) Handle(ev react.Event) {
 		return
 	}
 	at := trace.WithTimestamp(ev.Time)
-	// A model call lasts until the run's next event. The action it chose
-	// ends it, but its usage comes with the step that records the action.
-	if r.chat != nil && r.chatEnd == nil && ev.Type == react.EventAction {
-		t := ev.Time
-		r.chatEnd = &t
-	} else if ev.Type != react.EventStep && ev.Type != react.EventCompaction && r.chat != nil {
-		s.endChat(r, at)
+	prev := r.last
+	r.last = ev.Time
+	// A model call lasts until the run's next event (it has returned by
+	// then), but its usage comes with the step that records what it chose:
+	// an action, a denial, a hook or an invalid action come first. The
+	// span ends at that step, or at the run's end.
+	for _, c := range r.calls {
+		if c.end == nil {
+			t := ev.Time
+			c.end = &t
+		}
 	}
 	switch ev.Type {
 	case react.EventPlanning:
+		r.planStart = ev.Time
 		_, r.plan = s.t.tracer.Start(r.ctx, "plan", at, trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "plan"), attribute.String("gen_ai.provider.name", r.provider)))
 		r.plan.SetAttributes(r.modelAttr()...)
+	case react.EventReplanRequest:
+		// The planner's call again, with the transcript: a plan span.
+		r.planStart = ev.Time
+		_, r.plan = s.t.tracer.Start(r.ctx, "plan", at, trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "plan"), attribute.String("gen_ai.provider.name", r.provider),
+			attribute.Bool("tact.plan.replan", true), attribute.String("tact.reason", str(ev, "trigger"))))
+		r.plan.SetAttributes(r.modelAttr()...)
+		r.root.AddEvent(ev.Type, at, trace.WithAttributes(attribute.String("tact.reason", str(ev, "trigger"))))
+	case react.EventReplan, react.EventReplanFailed:
+		if r.plan != nil {
+			var u llm.Usage
+			if ev.Decode("token_usage", &u) == nil {
+				r.plan.SetAttributes(callUsage(u)...)
+				r.counted = r.counted.Add(u)
+				s.t.record(r, "plan", r.planStart, ev.Time, &u)
+			}
+			if ev.Type == react.EventReplanFailed {
+				r.plan.SetStatus(codes.Error, "replan failed")
+			}
+			r.plan.End(at)
+			r.plan = nil
+		}
+		r.root.AddEvent(ev.Type, at)
 	case react.EventPlan, react.EventPlanInvalid:
 		span := r.plan
 		if span == nil { // a saved plan (tact exec): no planner
@@ -103,7 +152,9 @@ func (s *sink) Handle(ev react.Event) {
 		if r.plan != nil {
 			var u llm.Usage
 			if ev.Decode("token_usage", &u) == nil {
-				r.plan.SetAttributes(usage(u)...)
+				r.plan.SetAttributes(callUsage(u)...)
+				r.counted = r.counted.Add(u)
+				s.t.record(r, "plan", r.planStart, ev.Time, &u)
 			}
 			s.content(r.plan, "tact.plan", ev, "plan")
 			r.plan.End(at)
@@ -115,10 +166,7 @@ func (s *sink) Handle(ev react.Event) {
 			r.plan = nil
 		}
 	case react.EventModelCall:
-		name := "chat"
-		if r.model != "" {
-			name += " " + r.model
-		}
+		name := r.chatName()
 		var n struct {
 			Kind       string `json:"kind"`
 			Prompt     int    `json:"prompt_tokens"`
@@ -128,10 +176,12 @@ func (s *sink) Handle(ev react.Event) {
 		_ = ev.Decode("kind", &n.Kind)
 		_ = ev.Decode("prompt_tokens", &n.Prompt)
 		_ = ev.Decode("max_tokens", &n.MaxTokens)
-		_, r.chat = s.t.tracer.Start(r.ctx, name, at, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		c := &call{start: ev.Time}
+		_, c.span = s.t.tracer.Start(r.ctx, name, at, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", r.provider), attribute.Int("gen_ai.request.max_tokens", n.MaxTokens),
 			attribute.String("tact.call.kind", n.Kind), attribute.Int("tact.prompt.counted_tokens", n.Prompt)))
-		r.chat.SetAttributes(r.modelAttr()...)
+		c.span.SetAttributes(r.modelAttr()...)
+		r.calls = append(r.calls, c)
 	case react.EventAction:
 		s.endTool(r, at)
 		tool := str(ev, "tool")
@@ -153,12 +203,16 @@ func (s *sink) Handle(ev react.Event) {
 	case react.EventStep:
 		s.step(r, ev, at)
 	case react.EventCompaction:
+		// A summary call (it emits no model_call): a chat span from the
+		// run's previous event to this one, with the summary's usage.
 		var u llm.Usage
-		if ev.Decode("token_usage", &u) == nil && r.chat != nil {
-			r.chat.SetAttributes(usage(u)...)
-		}
-		if r.chat != nil {
-			s.endChat(r, at)
+		if ev.Decode("token_usage", &u) == nil && u != (llm.Usage{}) {
+			c := &call{start: prev, end: &ev.Time}
+			_, c.span = s.t.tracer.Start(r.ctx, r.chatName(), trace.WithTimestamp(prev), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+				attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", r.provider),
+				attribute.String("tact.call.kind", "summary")))
+			c.span.SetAttributes(r.modelAttr()...)
+			s.endCall(r, c, &u)
 		}
 		r.root.AddEvent("compaction", at)
 	case react.EventHook:
@@ -168,7 +222,7 @@ func (s *sink) Handle(ev react.Event) {
 		}
 		span.AddEvent("hook", at, trace.WithAttributes(attribute.String("tact.hook.event", str(ev, "hook_event")),
 			attribute.String("tact.hook.decision", str(ev, "decision"))))
-	case react.EventSkip, react.EventInvalidAction, react.EventReplanRequest, react.EventReplan, react.EventReplanFailed, react.EventFallback:
+	case react.EventSkip, react.EventInvalidAction, react.EventFallback:
 		r.root.AddEvent(ev.Type, at, trace.WithAttributes(attribute.String("tact.reason", str(ev, "skip_reason")+str(ev, "reason")+str(ev, "trigger"))))
 	case react.EventTermination:
 		s.end(ev.RunID, r, ev)
@@ -192,6 +246,11 @@ func (s *sink) start(ev react.Event) {
 		attribute.String("gen_ai.conversation.id", ev.RunID), attribute.String("gen_ai.provider.name", r.provider), attribute.String("tact.mode", str(ev, "mode")),
 		attribute.String("tact.sandbox.mode", r.sandbox)))
 	r.root.SetAttributes(r.modelAttr()...)
+	if from := str(ev, "resumed_from"); from != "" {
+		// An answered (or resumed) run goes on with an earlier one, whose
+		// trace another process may have sent: the link is its run id.
+		r.root.SetAttributes(attribute.String("tact.resumed_from", from))
+	}
 	s.content(r.root, "gen_ai.user.message", ev, "query")
 	s.runs[ev.RunID] = r
 }
@@ -209,11 +268,16 @@ func (r *runSpans) modelAttr() []attribute.KeyValue {
 func (s *sink) step(r *runSpans, ev react.Event, at trace.SpanEventOption) {
 	var st react.StepTrace
 	_ = ev.Decode("step", &st)
-	if r.chat != nil {
-		if st.Source == "model" {
-			r.chat.SetAttributes(usage(st.TokenUsage)...)
+	if len(r.calls) > 0 {
+		// The step's usage is its call's (a model's action, a plan step's
+		// fill), the oldest waiting: calls are recorded in order.
+		var u *llm.Usage
+		if st.TokenUsage != (llm.Usage{}) {
+			u = &st.TokenUsage
 		}
-		s.endChat(r, at)
+		c := r.calls[0]
+		r.calls = r.calls[1:]
+		s.endCall(r, c, u)
 	}
 	if r.tool == nil {
 		if st.SkipReason != "" {
@@ -237,13 +301,38 @@ func (s *sink) step(r *runSpans, ev react.Event, at trace.SpanEventOption) {
 	s.endTool(r, at)
 }
 
-// endChat ends the open model call, where its action began if it chose one.
-func (s *sink) endChat(r *runSpans, at trace.SpanEventOption) {
-	if r.chatEnd != nil {
-		at = trace.WithTimestamp(*r.chatEnd)
+// endCall ends a model call's span with its usage u (nil: not known),
+// where the call returned: at the first event after it.
+func (s *sink) endCall(r *runSpans, c *call, u *llm.Usage) {
+	end := r.last
+	if c.end != nil {
+		end = *c.end
 	}
-	r.chat.End(at)
-	r.chat, r.chatEnd = nil, nil
+	if u != nil {
+		c.span.SetAttributes(callUsage(*u)...)
+		r.counted = r.counted.Add(*u)
+	}
+	s.t.record(r, "chat", c.start, end, u)
+	c.span.End(trace.WithTimestamp(end))
+}
+
+// callUsage is one call's usage attributes, time to first token
+// (gen_ai.response.time_to_first_chunk, seconds) where the backend saw it.
+func callUsage(u llm.Usage) []attribute.KeyValue {
+	a := usage(u)
+	if u.FirstTokenMS > 0 {
+		a = append(a, attribute.Float64("gen_ai.response.time_to_first_chunk", u.FirstTokenMS/1000))
+	}
+	return a
+}
+
+// chatName is a chat span's name: chat and the model, as the conventions
+// name it.
+func (r *runSpans) chatName() string {
+	if r.model != "" {
+		return "chat " + r.model
+	}
+	return "chat"
 }
 
 func (s *sink) endTool(r *runSpans, at trace.SpanEventOption) {
@@ -261,6 +350,19 @@ func (s *sink) end(id string, r *runSpans, ev react.Event) {
 	if r.plan != nil {
 		r.plan.End(at)
 	}
+	var total llm.Usage
+	_ = ev.Decode("token_usage", &total)
+	for i, c := range r.calls {
+		// A call no step recorded (a fallback answer, a failed call, a
+		// paused run's question): its usage is what the total has beyond
+		// the spans' (one such call at most, in practice).
+		var u *llm.Usage
+		if rest := sub(total, r.counted); i == 0 && rest != (llm.Usage{}) && rest.PromptTokens >= 0 && rest.CompletionTokens >= 0 && rest.CachedTokens >= 0 {
+			u = &rest
+		}
+		s.endCall(r, c, u)
+	}
+	r.calls = nil
 	var f struct {
 		Reason  string    `json:"reason"`
 		Success bool      `json:"success"`
@@ -281,7 +383,11 @@ func (s *sink) end(id string, r *runSpans, ev react.Event) {
 			attribute.Int("tact.replans", st.Replans), attribute.Int("tact.compactions", st.Compactions))
 	}
 	r.root.SetAttributes(attrs...)
-	if !f.Success {
+	switch {
+	case f.Reason == string(react.ReasonNeedsInput):
+		// Paused for a person, not failed: tact answer goes on with it.
+		s.paused(r, ev, at)
+	case !f.Success:
 		r.root.SetStatus(codes.Error, f.Reason)
 	}
 	if s.capture {
@@ -299,7 +405,10 @@ func (s *sink) endAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, r := range s.runs {
-		for _, sp := range []trace.Span{r.chat, r.tool, r.plan} {
+		for _, c := range r.calls {
+			c.span.End()
+		}
+		for _, sp := range []trace.Span{r.tool, r.plan} {
 			if sp != nil {
 				sp.End()
 			}
@@ -366,4 +475,25 @@ func decidedBy(decision string) string {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// paused marks a run that waits for an answer (needs_input): what it
+// asks is an event, its text only with content capture on.
+func (s *sink) paused(r *runSpans, ev react.Event, at trace.SpanEventOption) {
+	var q react.Question
+	_ = ev.Decode("question", &q)
+	attrs := []attribute.KeyValue{attribute.String("tact.question.kind", q.Kind)}
+	if q.Call != nil {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", q.Call.Tool))
+	}
+	if s.capture && q.Question != "" {
+		attrs = append(attrs, attribute.String("content", s.cut(q.Question)))
+	}
+	r.root.AddEvent("tact.needs_input", at, trace.WithAttributes(attrs...))
+}
+
+// sub is a-b, field by field (the cache and CPU figures aside).
+func sub(a, b llm.Usage) llm.Usage {
+	return llm.Usage{PromptTokens: a.PromptTokens - b.PromptTokens, CachedTokens: a.CachedTokens - b.CachedTokens,
+		CompletionTokens: a.CompletionTokens - b.CompletionTokens}
 }

@@ -1,5 +1,6 @@
-// Package telemetry exports tact's runs as OpenTelemetry traces in the GenAI
-// semantic conventions (docs/telemetry.md). It is off unless an OTLP
+// Package telemetry exports tact's runs as OpenTelemetry traces (and the
+// GenAI client metrics) in the GenAI semantic conventions
+// (docs/telemetry.md). It is off unless an OTLP
 // endpoint is set; the spans are built from the run's events (Sink), so the
 // executor knows nothing of it. Exporting never changes a run: a collector
 // that is down, slow or refusing costs one warning line at the end.
@@ -20,9 +21,11 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/tactcli/tact/internal/buildinfo"
 	"github.com/tactcli/tact/react"
@@ -47,19 +50,24 @@ type Options struct {
 	// Warn receives the one warning line when exporting failed (stderr).
 	Warn io.Writer
 	// Exporter replaces the OTLP exporter (tests); Lookup's switch is then
-	// not consulted.
+	// not consulted, and metrics are off unless MetricExporter is set.
 	Exporter sdktrace.SpanExporter
+	// MetricExporter replaces the OTLP metric exporter (tests).
+	MetricExporter sdkmetric.Exporter
 }
 
 // Telemetry is a tracer provider and the sink that makes spans of events.
 // A nil *Telemetry is off: every method is a no-op.
 type Telemetry struct {
-	tp       *sdktrace.TracerProvider
-	tracer   trace.Tracer
-	sink     *sink
-	flush    time.Duration
-	warn     io.Writer
-	endpoint string
+	tp     *sdktrace.TracerProvider // nil: traces off (metrics only)
+	tracer trace.Tracer
+	meters *meters // nil: metrics off
+	// metricsEndpoint is where metrics go (the warning names it).
+	metricsEndpoint string
+	sink            *sink
+	flush           time.Duration
+	warn            io.Writer
+	endpoint        string
 	// toolClass names a tool's class, model the runtime's model (SetRuntime).
 	toolClass func(string) string
 	model     string
@@ -71,11 +79,19 @@ type Telemetry struct {
 // Enabled says whether the variables turn tracing on: an OTLP endpoint is
 // set, OTEL_SDK_DISABLED is not true and OTEL_TRACES_EXPORTER is not none.
 func Enabled(lookup func(string) (string, bool)) bool {
-	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
-	if strings.EqualFold(get("OTEL_SDK_DISABLED"), "true") || strings.EqualFold(get("OTEL_TRACES_EXPORTER"), "none") {
+	if lookup == nil || disabled(lookup) || strings.EqualFold(get(lookup, "OTEL_TRACES_EXPORTER"), "none") {
 		return false
 	}
 	return endpoint(lookup) != ""
+}
+
+func get(lookup func(string) (string, bool), k string) string {
+	v, _ := lookup(k)
+	return strings.TrimSpace(v)
+}
+
+func disabled(lookup func(string) (string, bool)) bool {
+	return strings.EqualFold(get(lookup, "OTEL_SDK_DISABLED"), "true")
 }
 
 func endpoint(lookup func(string) (string, bool)) string {
@@ -83,30 +99,38 @@ func endpoint(lookup func(string) (string, bool)) string {
 	return u
 }
 
-// endpointURL is where traces go, as the specification says: the traces
-// variable as is, else the base endpoint plus /v1/traces (http only).
+// endpointURL is where traces go (signalURL).
 func endpointURL(lookup func(string) (string, bool), proto string) (url string, fromBase bool) {
+	return signalURL(lookup, "TRACES", "/v1/traces", proto)
+}
+
+// signalURL is where a signal (TRACES, METRICS) goes, as the
+// specification says: its own variable as is, else the base endpoint plus
+// its path (http only).
+func signalURL(lookup func(string) (string, bool), signal, path, proto string) (url string, fromBase bool) {
 	if lookup == nil {
 		return "", false
 	}
-	if v, _ := lookup("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); strings.TrimSpace(v) != "" {
-		return strings.TrimSpace(v), false
+	if v := get(lookup, "OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT"); v != "" {
+		return v, false
 	}
-	v, _ := lookup("OTEL_EXPORTER_OTLP_ENDPOINT")
-	v = strings.TrimSpace(v)
+	v := get(lookup, "OTEL_EXPORTER_OTLP_ENDPOINT")
 	if v == "" || proto == "grpc" {
 		return v, v != ""
 	}
-	return strings.TrimRight(v, "/") + "/v1/traces", true
+	return strings.TrimRight(v, "/") + path, true
 }
 
-// protocol is the OTLP protocol the variables ask for: grpc or
-// http/protobuf (the default; http/json is not in Go's exporters and is
-// sent as http/protobuf).
-func protocol(lookup func(string) (string, bool)) string {
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		if v, _ := lookup(k); strings.TrimSpace(v) != "" {
-			if strings.TrimSpace(v) == "grpc" {
+// protocol is the OTLP protocol the variables ask for traces.
+func protocol(lookup func(string) (string, bool)) string { return protocolOf(lookup, "TRACES") }
+
+// protocolOf is the OTLP protocol for a signal: grpc or http/protobuf
+// (the default; http/json is not in Go's exporters and is sent as
+// http/protobuf).
+func protocolOf(lookup func(string) (string, bool), signal string) string {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := get(lookup, k); v != "" {
+			if v == "grpc" {
 				return "grpc"
 			}
 			return "http/protobuf"
@@ -115,34 +139,19 @@ func protocol(lookup func(string) (string, bool)) string {
 	return "http/protobuf"
 }
 
-// New sets tracing up, or returns nil when the variables leave it off. It
-// makes the provider and the W3C trace-context propagator the process's
-// globals, so front ends continue an incoming traceparent and MCP calls
-// carry one.
+// New sets tracing and metrics up, or returns nil when the variables
+// leave both off. With tracing on it makes the provider and the W3C
+// trace-context propagator the process's globals, so front ends continue
+// an incoming traceparent and MCP calls carry one.
 func New(ctx context.Context, o Options) (*Telemetry, error) {
-	if o.Exporter == nil && (o.Lookup == nil || !Enabled(o.Lookup)) {
+	traces := o.Exporter != nil || (o.Lookup != nil && Enabled(o.Lookup))
+	metrics := o.MetricExporter != nil || (o.Exporter == nil && metricsOn(o.Lookup))
+	if !traces && !metrics {
 		return nil, nil
 	}
 	t := &Telemetry{flush: o.FlushTimeout, warn: o.Warn}
 	if t.flush <= 0 {
 		t.flush = DefaultFlushTimeout
-	}
-	exp := o.Exporter
-	if exp == nil {
-		proto := protocol(o.Lookup)
-		t.endpoint, _ = endpointURL(o.Lookup, proto)
-		var err error
-		// The endpoint is the one Lookup gives; the exporters read the
-		// other OTEL_EXPORTER_OTLP_* variables (headers, timeout,
-		// compression, certificates) themselves. Neither dials here.
-		if proto == "grpc" {
-			exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(t.endpoint))
-		} else {
-			exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(t.endpoint))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
-		}
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "tact"), attribute.String("service.version", buildinfo.Version)),
@@ -152,19 +161,50 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		// A bad OTEL_RESOURCE_ATTRIBUTES keeps what did parse.
 		t.noteErr(fmt.Errorf("resource: %w", err))
 	}
-	// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), read by the SDK.
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	t.tracer = t.tp.Tracer("github.com/tactcli/tact")
+	if traces {
+		exp := o.Exporter
+		if exp == nil {
+			proto := protocol(o.Lookup)
+			t.endpoint, _ = endpointURL(o.Lookup, proto)
+			// The endpoint is the one Lookup gives; the exporters read
+			// the other OTEL_EXPORTER_OTLP_* variables (headers, timeout,
+			// compression, certificates) themselves. Neither dials here.
+			if proto == "grpc" {
+				exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(t.endpoint))
+			} else {
+				exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(t.endpoint))
+			}
+			if err != nil {
+				return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
+			}
+		}
+		// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), read by the SDK.
+		t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		t.tracer = t.tp.Tracer("github.com/tactcli/tact")
+	} else {
+		// Metrics only: the sink's spans record nothing.
+		t.tracer = tracenoop.NewTracerProvider().Tracer("")
+	}
+	if metrics {
+		if t.meters, t.metricsEndpoint, err = newMeters(ctx, o.Lookup, res, o.MetricExporter); err != nil {
+			if t.tp != nil {
+				_ = t.tp.Shutdown(ctx)
+			}
+			return nil, err
+		}
+	}
 	max := o.MaxContentBytes
 	if max <= 0 {
 		max = 8000
 	}
 	t.sink = &sink{t: t, runs: map[string]*runSpans{}, capture: capture(o.Lookup), redact: o.Redact, max: max}
-	// Export errors during the run (the batcher's background exports) are
-	// kept for the one warning at the end, not logged line by line.
+	// Export errors during the run (the background exports) are kept for
+	// the one warning at the end, not logged line by line.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(t.noteErr))
-	otel.SetTracerProvider(t.tp)
-	otel.SetTextMapPropagator(runPropagator{propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}), t.sink})
+	if t.tp != nil {
+		otel.SetTracerProvider(t.tp)
+		otel.SetTextMapPropagator(runPropagator{propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}), t.sink})
+	}
 	return t, nil
 }
 
@@ -199,29 +239,58 @@ func (t *Telemetry) shutdownOnce(ctx context.Context) {
 	t.sink.endAll()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.flush)
 	defer cancel()
-	if err := t.tp.ForceFlush(ctx); err != nil {
-		t.noteErr(err)
+	// Traces and metrics are sent at once, both within the one bound.
+	var wg sync.WaitGroup
+	var traceErr, metricErr error
+	if t.tp != nil {
+		wg.Go(func() { traceErr = flush(ctx, t.tp.ForceFlush, t.tp.Shutdown) })
 	}
-	if err := t.tp.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		t.noteErr(err)
+	if t.meters != nil {
+		wg.Go(func() { metricErr = flush(ctx, t.meters.mp.ForceFlush, t.meters.mp.Shutdown) })
 	}
-	if ctx.Err() != nil {
-		t.noteErr(fmt.Errorf("not done within %s (TACT_OTEL_FLUSH_TIMEOUT)", t.flush))
-	}
+	wg.Wait()
 	t.errMu.Lock()
-	err := t.firstErr
+	early := t.firstErr
 	t.errMu.Unlock()
+	what, where, err := "traces", t.endpoint, traceErr
+	switch {
+	case err != nil:
+	case early != nil:
+		err = early
+		if t.tp == nil {
+			what, where = "metrics", t.metricsEndpoint
+		}
+	case metricErr != nil:
+		what, where, err = "metrics", t.metricsEndpoint, metricErr
+	}
+	if ctx.Err() != nil && err != nil {
+		err = fmt.Errorf("%w (not done within %s, TACT_OTEL_FLUSH_TIMEOUT)", err, t.flush)
+	} else if ctx.Err() != nil {
+		err = fmt.Errorf("not done within %s (TACT_OTEL_FLUSH_TIMEOUT)", t.flush)
+	}
 	if err != nil && t.warn != nil {
-		where := ""
-		if t.endpoint != "" {
-			where = " to " + t.endpoint
+		if where != "" {
+			where = " to " + where
 		}
 		line := strings.ReplaceAll(err.Error(), "\n", " ")
 		if len(line) > 300 {
 			line = line[:300] + "..."
 		}
-		fmt.Fprintf(t.warn, "tact: warning: telemetry: traces not exported%s: %s\n", where, line)
+		fmt.Fprintf(t.warn, "tact: warning: telemetry: %s not exported%s: %s\n", what, where, line)
 	}
+}
+
+// flush sends what a provider holds and stops it; a deadline is no
+// error of its own here (the caller says the bound was reached).
+func flush(ctx context.Context, force, shutdown func(context.Context) error) error {
+	err := force(ctx)
+	if serr := shutdown(ctx); err == nil && serr != nil && !errors.Is(serr, context.DeadlineExceeded) {
+		err = serr
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
 }
 
 // SetRuntime tells the sink the runtime's model (gen_ai.request.model) and

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tactcli/tact/internal/otlptest"
+	"github.com/tactcli/tact/internal/synth"
 )
 
 // otelcolBinary builds internal/otelcol (a real OpenTelemetry Collector:
@@ -65,8 +66,68 @@ func otelcolBinary(t *testing.T) string {
 
 func firstLine(s string) string { l, _, _ := strings.Cut(strings.TrimSpace(s), "\n"); return l }
 
-// collectorSpans reads the file exporter's OTLP JSON lines as spans.
-func collectorSpans(t *testing.T, path string) []otlptest.Span {
+// realCollector is the test collector running on loopback: OTLP/HTTP in,
+// traces and metrics to one file (OTLP JSON lines).
+type realCollector struct {
+	env    []string // OTEL_EXPORTER_OTLP_ENDPOINT
+	out    string
+	cmd    *exec.Cmd
+	exited chan error
+	logs   *strings.Builder
+}
+
+// startCollector starts the test collector and waits for its port.
+func startCollector(t *testing.T, dir string) *realCollector {
+	t.Helper()
+	bin := otelcolBinary(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := &realCollector{env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr}, out: filepath.Join(dir, "otel.jsonl"),
+		exited: make(chan error, 1), logs: &strings.Builder{}}
+	cfg := "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: " + addr + "\n" +
+		"exporters:\n  file:\n    path: " + c.out + "\n" +
+		"service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n" +
+		"    traces:\n      receivers: [otlp]\n      exporters: [file]\n" +
+		"    metrics:\n      receivers: [otlp]\n      exporters: [file]\n"
+	os.WriteFile(filepath.Join(dir, "otelcol.yaml"), []byte(cfg), 0o644)
+	c.cmd = exec.Command(bin, "--config", "file:"+filepath.Join(dir, "otelcol.yaml"))
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	t.Cleanup(func() { c.cmd.Process.Kill() })
+	// Ready when its port answers.
+	for {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			return c
+		}
+		select {
+		case err := <-c.exited:
+			t.Fatalf("the collector exited: %v\n%s", err, c.logs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stop ends the collector (SIGTERM: it flushes its file) and reads what
+// it exported.
+func (c *realCollector) stop(t *testing.T) ([]otlptest.Span, map[string]int) {
+	t.Helper()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	<-c.exited
+	return collectorOutput(t, c.out)
+}
+
+// collectorOutput reads the file exporter's OTLP JSON lines: the spans,
+// and each histogram metric's count of recorded values (summed over the
+// lines, each a cumulative export: at least the count).
+func collectorOutput(t *testing.T, path string) ([]otlptest.Span, map[string]int) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -76,9 +137,10 @@ func collectorSpans(t *testing.T, path string) []otlptest.Span {
 	type kv struct {
 		Key   string `json:"key"`
 		Value struct {
-			S *string `json:"stringValue"`
-			I *string `json:"intValue"`
-			B *bool   `json:"boolValue"`
+			S *string  `json:"stringValue"`
+			I *string  `json:"intValue"`
+			B *bool    `json:"boolValue"`
+			D *float64 `json:"doubleValue"`
 		} `json:"value"`
 	}
 	attrs := func(kvs []kv) map[string]any {
@@ -92,11 +154,14 @@ func collectorSpans(t *testing.T, path string) []otlptest.Span {
 				m[a.Key] = n
 			case a.Value.B != nil:
 				m[a.Key] = *a.Value.B
+			case a.Value.D != nil:
+				m[a.Key] = *a.Value.D
 			}
 		}
 		return m
 	}
 	var spans []otlptest.Span
+	metrics := map[string]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -105,7 +170,21 @@ func collectorSpans(t *testing.T, path string) []otlptest.Span {
 				ScopeSpans []struct {
 					Spans []struct {
 						TraceID, SpanID, ParentSpanID, Name string
+						StartTimeUnixNano, EndTimeUnixNano  string
 						Attributes                          []kv
+						Events                              []struct{ Name string }
+					}
+				}
+			}
+			ResourceMetrics []struct {
+				ScopeMetrics []struct {
+					Metrics []struct {
+						Name      string
+						Histogram struct {
+							DataPoints []struct {
+								Count string
+							}
+						}
 					}
 				}
 			}
@@ -116,79 +195,63 @@ func collectorSpans(t *testing.T, path string) []otlptest.Span {
 		for _, rs := range doc.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					spans = append(spans, otlptest.Span{Name: s.Name, TraceID: s.TraceID, SpanID: s.SpanID, ParentID: s.ParentSpanID, Attrs: attrs(s.Attributes)})
+					sp := otlptest.Span{Name: s.Name, TraceID: s.TraceID, SpanID: s.SpanID, ParentID: s.ParentSpanID, Attrs: attrs(s.Attributes)}
+					start, _ := strconv.ParseInt(s.StartTimeUnixNano, 10, 64)
+					end, _ := strconv.ParseInt(s.EndTimeUnixNano, 10, 64)
+					sp.Duration = time.Duration(end - start)
+					for _, e := range s.Events {
+						sp.Events = append(sp.Events, e.Name)
+					}
+					spans = append(spans, sp)
+				}
+			}
+		}
+		for _, rm := range doc.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					for _, p := range m.Histogram.DataPoints {
+						n, _ := strconv.Atoi(p.Count)
+						metrics[m.Name] += n
+					}
 				}
 			}
 		}
 	}
-	return spans
+	return spans, metrics
 }
 
 // The end-to-end test: a real collector on loopback receives tact run
-// (script backend), tact exec, tact batch --parallel 4 and a /v1/runs call
-// with a traceparent; the exported spans have the names, parents,
-// attributes and token counts (--json's) they should, and the incoming
-// trace id is kept.
+// (script backend, then the tiny model), tact exec, tact batch --parallel
+// 4 and a /v1/runs call with a traceparent; the exported spans have the
+// names, parents, attributes and token counts (--json's) they should, the
+// incoming trace id is kept, and the GenAI client metrics arrive.
 func TestTelemetryRealCollector(t *testing.T) {
 	tact := e2eTact(t)
-	col := otelcolBinary(t)
 	dir := telemetryFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	out := filepath.Join(dir, "spans.jsonl")
-	cfg := "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: " + addr + "\n" +
-		"exporters:\n  file:\n    path: " + out + "\n" +
-		"service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n    traces:\n      receivers: [otlp]\n      exporters: [file]\n"
-	os.WriteFile(filepath.Join(dir, "otelcol.yaml"), []byte(cfg), 0o644)
-	c := exec.Command(col, "--config", "file:"+filepath.Join(dir, "otelcol.yaml"))
-	var logs strings.Builder
-	c.Stdout, c.Stderr = &logs, &logs
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- c.Wait() }()
-	t.Cleanup(func() { c.Process.Kill() })
-	// Ready when its port answers.
-	for {
-		if conn, err := net.Dial("tcp", addr); err == nil {
-			conn.Close()
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("the collector exited: %v\n%s", err, logs.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr}
+	col := startCollector(t, dir)
+	env := col.env
 	code, stdout, stderr := tactWith(t, dir, env, "run", "--json", "--workspace", "ws", "--script", "replies.jsonl", "what do the notes say?")
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}
-	var res struct {
-		RunID string                                     `json:"run_id"`
-		Usage struct{ Prompt, Cached, Completion int64 } `json:"token_usage"`
-	}
-	var raw map[string]json.RawMessage
-	json.Unmarshal([]byte(stdout), &raw)
-	json.Unmarshal([]byte(stdout), &res)
-	var u struct {
-		P int64 `json:"prompt_tokens"`
-		C int64 `json:"cached_tokens"`
-		O int64 `json:"completion_tokens"`
-	}
-	json.Unmarshal(raw["token_usage"], &u)
+	res := runTotals(t, stdout)
 	if code, _, stderr := tactWith(t, dir, env, "exec", "--workspace", "ws", "plan.jsonl"); code != 0 {
 		t.Fatalf("exec: exit %d: %s", code, stderr)
 	}
 	if code, _, stderr := tactWith(t, dir, env, "batch", "--parallel", "4", "--workspace", "ws", "--script", "batch.jsonl", "q.txt"); code != 0 {
 		t.Fatalf("batch: exit %d: %s", code, stderr)
 	}
+	// The tiny random-weight model: whatever it does (answer, stall, run
+	// out of steps), its calls are chat spans with the run's tokens.
+	model := synth.Cached(t, synth.Tiny)
+	code, stdout, stderr = tactWith(t, dir, env, "run", "--json", "--model", model, "--workspace", "ws", "--seed", "1",
+		"--max-tokens", "128", "--no-ask", "--no-history", "count the files")
+	switch code {
+	case 0, 3, 4, 5, 6, 11:
+	default:
+		t.Fatalf("tiny model run: exit %d: %s", code, stderr)
+	}
+	tiny := runTotals(t, stdout)
 	p := startServe(t, tact, dir, []string{"serve", "--addr", "127.0.0.1:0", "--workspace", filepath.Join(dir, "ws"),
 		"--script", filepath.Join(dir, "replies.jsonl"), "--no-history"}, env...)
 	const traceID, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -203,14 +266,11 @@ func TestTelemetryRealCollector(t *testing.T) {
 	resp.Body.Close()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	<-p.exited
-	// SIGTERM: the collector flushes its file and exits.
-	c.Process.Signal(syscall.SIGTERM)
-	<-exited
 
-	spans := collectorSpans(t, out)
+	spans, metrics := col.stop(t)
 	runs := spansNamed(spans, "invoke_agent tact")
-	if len(runs) != 1+1+4+1 {
-		t.Fatalf("%d run spans, want 7 (run, exec, 4 batch, serve)\n%+v", len(runs), spans)
+	if len(runs) != 1+1+4+1+1 {
+		t.Fatalf("%d run spans, want 8 (run, exec, 4 batch, tiny model, serve)\n%+v", len(runs), spans)
 	}
 	byID := map[string]otlptest.Span{}
 	for _, s := range spans {
@@ -219,6 +279,7 @@ func TestTelemetryRealCollector(t *testing.T) {
 	var served int
 	for _, r := range runs {
 		if r.Attrs["gen_ai.conversation.id"] == res.RunID {
+			u := res.Usage
 			if r.Attrs["gen_ai.usage.input_tokens"] != u.P+u.C || r.Attrs["gen_ai.usage.output_tokens"] != u.O || r.Attrs["gen_ai.usage.cache_read.input_tokens"] != u.C {
 				t.Errorf("run tokens %v, want --json's %+v", r.Attrs, u)
 			}
@@ -246,7 +307,91 @@ func TestTelemetryRealCollector(t *testing.T) {
 			}
 		}
 	}
-	if len(spansNamed(spans, "chat")) == 0 || len(spansNamed(spans, "plan")) == 0 || len(spansNamed(spans, "execute_tool read_file")) != 7 {
-		t.Errorf("spans: %d chat, %d plan, %d execute_tool read_file (want 7)", len(spansNamed(spans, "chat")), len(spansNamed(spans, "plan")), len(spansNamed(spans, "execute_tool read_file")))
+	if len(spansNamed(spans, "chat")) == 0 || len(spansNamed(spans, "plan")) == 0 || len(spansNamed(spans, "execute_tool read_file")) < 7 {
+		t.Errorf("spans: %d chat, %d plan, %d execute_tool read_file (want 7 or more)", len(spansNamed(spans, "chat")), len(spansNamed(spans, "plan")), len(spansNamed(spans, "execute_tool read_file")))
+	}
+	checkTinyModelSpans(t, spans, tiny, strings.TrimSuffix(filepath.Base(model), ".gguf"))
+	// The GenAI client metrics: every model call's duration, every call
+	// with known usage its input and output tokens.
+	if metrics["gen_ai.client.operation.duration"] == 0 || metrics["gen_ai.client.token.usage"] == 0 {
+		t.Errorf("metrics received: %v", metrics)
 	}
 }
+
+// jsonTotals is a --json result's run id and token usage.
+type jsonTotals struct {
+	RunID string
+	Usage struct{ P, C, O int64 }
+}
+
+func runTotals(t *testing.T, stdout string) jsonTotals {
+	t.Helper()
+	var r struct {
+		RunID string `json:"run_id"`
+		Usage struct {
+			P int64 `json:"prompt_tokens"`
+			C int64 `json:"cached_tokens"`
+			O int64 `json:"completion_tokens"`
+		} `json:"token_usage"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || r.RunID == "" {
+		t.Fatalf("--json: %v: %q", err, stdout)
+	}
+	out := jsonTotals{RunID: r.RunID}
+	out.Usage.P, out.Usage.C, out.Usage.O = r.Usage.P, r.Usage.C, r.Usage.O
+	return out
+}
+
+// checkTinyModelSpans: the tiny model run's model calls are chat spans
+// (and the planner's plan spans) naming the model and llama.cpp, whose
+// tokens add up to --json's totals, cache reads included; the calls a
+// step recorded have their time to first token, within the call.
+func checkTinyModelSpans(t *testing.T, spans []otlptest.Span, tiny jsonTotals, model string) {
+	t.Helper()
+	var run otlptest.Span
+	for _, r := range spansNamed(spans, "invoke_agent tact") {
+		if r.Attrs["gen_ai.conversation.id"] == tiny.RunID {
+			run = r
+		}
+	}
+	if run.SpanID == "" {
+		t.Fatalf("no span of the tiny model run %s", tiny.RunID)
+	}
+	var in, cached, out int64
+	chats, ttfts := 0, 0
+	for _, s := range spans {
+		if s.ParentID != run.SpanID || (!strings.HasPrefix(s.Name, "chat") && s.Name != "plan") {
+			continue
+		}
+		in += asInt(s.Attrs["gen_ai.usage.input_tokens"])
+		cached += asInt(s.Attrs["gen_ai.usage.cache_read.input_tokens"])
+		out += asInt(s.Attrs["gen_ai.usage.output_tokens"])
+		if s.Name == "plan" {
+			continue
+		}
+		chats++
+		if s.Name != "chat "+model || s.Attrs["gen_ai.request.model"] != model || s.Attrs["gen_ai.provider.name"] != "llama.cpp" {
+			t.Errorf("chat span %q: model %v, provider %v; want %s, llama.cpp", s.Name, s.Attrs["gen_ai.request.model"], s.Attrs["gen_ai.provider.name"], model)
+		}
+		if _, ok := s.Attrs["gen_ai.usage.cache_read.input_tokens"]; !ok {
+			t.Errorf("chat span without gen_ai.usage.cache_read.input_tokens: %v", s.Attrs)
+		}
+		if ttft, ok := s.Attrs["gen_ai.response.time_to_first_chunk"].(float64); ok {
+			ttfts++
+			if d := time.Duration(ttft * float64(time.Second)); d <= 0 || d > s.Duration {
+				t.Errorf("chat span: time to first token %s, call %s", d, s.Duration)
+			}
+		}
+	}
+	u := tiny.Usage
+	if chats == 0 || ttfts == 0 || in != u.P+u.C || cached != u.C || out != u.O {
+		t.Errorf("tiny model run: %d chat spans (%d with time to first token), tokens in %d cached %d out %d; --json: prompt %d cached %d completion %d",
+			chats, ttfts, in, cached, out, u.P, u.C, u.O)
+	}
+	if run.Attrs["gen_ai.usage.input_tokens"] != u.P+u.C || run.Attrs["gen_ai.usage.cache_read.input_tokens"] != u.C || run.Attrs["gen_ai.request.model"] != model {
+		t.Errorf("tiny model run span: %v", run.Attrs)
+	}
+	t.Logf("tiny model run: %d chat spans, %d tokens in (%d read from the cache), %d out", chats, in, cached, out)
+}
+
+func asInt(v any) int64 { n, _ := v.(int64); return n }

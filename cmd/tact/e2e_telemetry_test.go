@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -272,5 +273,53 @@ func TestTelemetryServeTraceparent(t *testing.T) {
 	}
 	if st := spansNamed(col.Spans(), "invoke_agent step"); len(st) != 1 || st[0].ParentID != parent {
 		t.Errorf("step API spans: %+v", st)
+	}
+}
+
+// A paused run (exit 12, needs_input) is exported as waiting, not failed:
+// its span has the reason and a tact.needs_input event, the question's text
+// only with content capture on; the run tact answer goes on with names it
+// (tact.resumed_from).
+func TestTelemetryPausedAndAnswered(t *testing.T) {
+	dir := telemetryFixture(t)
+	const question = "Which of the two configs is live?"
+	os.WriteFile(filepath.Join(dir, "ask.jsonl"), []byte(`{"kind":"action","text":"{\"thought\":\"which one is it, ask the user\",\"tool\":\"ask_user\",\"args\":{\"question\":\"`+question+`\",\"options\":[\"the red one\",\"the blue one\"]}}"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "after.jsonl"), []byte(`{"kind":"action","text":"{\"thought\":\"the user said blue\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"blue is live\"}}"}`+"\n"), 0o644)
+	for _, capture := range []bool{false, true} {
+		col := otlptest.New(t, 200)
+		env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + col.URL}
+		if capture {
+			env = append(env, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true")
+		}
+		code, out, stderr := tactWith(t, dir, env, "run", "--json", "--no-plan", "--workspace", "ws", "--script", "ask.jsonl", "which config is live?")
+		if code != 12 {
+			t.Fatalf("capture %v: exit %d, want 12: %s", capture, code, stderr)
+		}
+		var paused struct {
+			RunID string `json:"run_id"`
+		}
+		json.Unmarshal([]byte(out), &paused)
+		code, out, stderr = tactWith(t, dir, env, "answer", "--json", "--workspace", "ws", "--script", "after.jsonl", paused.RunID, "the blue one")
+		if code != 0 {
+			t.Fatalf("answer: exit %d: %s", code, stderr)
+		}
+		var answered struct {
+			RunID string `json:"run_id"`
+		}
+		json.Unmarshal([]byte(out), &answered)
+		byRun := map[any]otlptest.Span{}
+		for _, s := range spansNamed(col.Spans(), "invoke_agent tact") {
+			byRun[s.Attrs["gen_ai.conversation.id"]] = s
+		}
+		p, a := byRun[paused.RunID], byRun[answered.RunID]
+		if p.Attrs["tact.termination_reason"] != "needs_input" || p.Attrs["tact.exit_code"] != int64(12) || p.StatusCode == 2 || !slices.Contains(p.Events, "tact.needs_input") {
+			t.Errorf("paused run's span: status %d, events %v, attributes %v", p.StatusCode, p.Events, p.Attrs)
+		}
+		if a.Attrs["tact.resumed_from"] != paused.RunID || a.Attrs["tact.termination_reason"] != "success" {
+			t.Errorf("answered run's span: %v; want tact.resumed_from %s", a.Attrs, paused.RunID)
+		}
+		if got := bytes.Contains(col.Raw(), []byte(question)); got != capture {
+			t.Errorf("capture %v: the question exported: %v", capture, got)
+		}
 	}
 }

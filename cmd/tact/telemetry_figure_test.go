@@ -12,8 +12,10 @@ import (
 	"github.com/tactcli/tact/internal/otlptest"
 )
 
-// The cost of telemetry per step: a 20-step tact exec with traces sent to
-// a loopback collector against the same with telemetry off, alternated in
+// The cost of telemetry per step: a 20-step tact exec with traces and
+// metrics sent to a real OpenTelemetry Collector on loopback (the test
+// collector, file exporter), and to the loopback fake receiver
+// (internal/otlptest), against the same with telemetry off, alternated in
 // one run, the medians compared. A figure, not a check: it runs only with
 // TACT_TELEMETRY_FIGURE=1 (docs/telemetry.md quotes it).
 //
@@ -32,26 +34,39 @@ func TestTelemetryCostFigure(t *testing.T) {
 	}
 	plan.WriteString(`{"type":"step","step":20,"thought":"answer from the reads","tool":"final_answer","args":{"answer":"read"}}` + "\n")
 	os.WriteFile(filepath.Join(dir, "plan.jsonl"), []byte(plan.String()), 0o644)
-	col := otlptest.New(t, 200)
-	on := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + col.URL}
+	real := startCollector(t, dir)
+	fake := otlptest.New(t, 200)
+	variants := []struct {
+		name string
+		env  []string
+		took []time.Duration
+	}{
+		{"off", nil, nil},
+		{"real collector", real.env, nil},
+		{"fake receiver", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + fake.URL}, nil},
+	}
 	const rounds = 15
-	var off, with []time.Duration
 	for range rounds {
-		for _, env := range [][]string{nil, on} {
+		for i := range variants {
+			v := &variants[i]
 			start := time.Now()
-			if code, _, stderr := tactWith(t, dir, env, "exec", "--no-history", "--workspace", "ws", "--max-iterations", "25", "plan.jsonl"); code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
+			if code, _, stderr := tactWith(t, dir, v.env, "exec", "--no-history", "--workspace", "ws", "--max-iterations", "25", "plan.jsonl"); code != 0 || strings.Contains(stderr, "telemetry") {
+				t.Fatalf("%s: exit %d: %s", v.name, code, stderr)
 			}
-			if env == nil {
-				off = append(off, time.Since(start))
-			} else {
-				with = append(with, time.Since(start))
-			}
+			v.took = append(v.took, time.Since(start))
 		}
 	}
-	slices.Sort(off)
-	slices.Sort(with)
-	mo, mw := off[rounds/2], with[rounds/2]
-	t.Logf("20-step tact exec, median of %d: telemetry off %s, on (loopback collector) %s: %+.2f ms a step; %d spans received",
-		rounds, mo.Round(10*time.Microsecond), mw.Round(10*time.Microsecond), float64(mw-mo)/float64(time.Millisecond)/20, len(col.Spans()))
+	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
+	off := median(variants[0].took)
+	spans, metrics := real.stop(t)
+	t.Logf("20-step tact exec, median of %d alternated runs: telemetry off %s", rounds, off.Round(10*time.Microsecond))
+	for _, v := range variants[1:] {
+		on := median(v.took)
+		t.Logf("  on, %s: %s: %+.2f ms a step", v.name, on.Round(10*time.Microsecond), float64(on-off)/float64(time.Millisecond)/20)
+	}
+	t.Logf("the real collector exported %d spans (%d model-call metric values); the fake received %d spans", len(spans),
+		metrics["gen_ai.client.operation.duration"], len(fake.Spans()))
+	if len(spans) != rounds*20 {
+		t.Errorf("the real collector exported %d spans, want %d (a run and its 19 reads a round)", len(spans), rounds*20)
+	}
 }

@@ -1,5 +1,5 @@
-// Package otlptest is a loopback OTLP/HTTP trace receiver for tests: it
-// keeps the spans it is sent and the raw bytes, or answers 500, or takes
+// Package otlptest is a loopback OTLP/HTTP receiver for tests: it keeps
+// the spans (and the metrics' names) it is sent and the raw bytes, or answers 500, or takes
 // the connection and never answers (a blackholed collector).
 package otlptest
 
@@ -9,9 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
@@ -24,6 +27,7 @@ type Span struct {
 	Events                          []string
 	Resource                        map[string]any
 	StatusCode                      int32
+	Duration                        time.Duration
 }
 
 // Collector receives OTLP/HTTP traces on loopback.
@@ -33,6 +37,7 @@ type Collector struct {
 	spans    []Span
 	raw      []byte
 	requests int
+	metrics  map[string]int
 }
 
 // New starts a collector answering 200 (status 500 answers every request
@@ -44,7 +49,14 @@ func New(t testing.TB, status int) *Collector {
 		c.mu.Lock()
 		c.requests++
 		c.raw = append(c.raw, b...)
-		if status == 0 || status == 200 {
+		switch {
+		case status != 0 && status != 200:
+		case strings.HasSuffix(r.URL.Path, "/v1/metrics"):
+			var req colmetrics.ExportMetricsServiceRequest
+			if proto.Unmarshal(b, &req) == nil {
+				c.addMetrics(&req)
+			}
+		default:
 			var req coltrace.ExportTraceServiceRequest
 			if proto.Unmarshal(b, &req) == nil {
 				c.add(&req)
@@ -55,7 +67,12 @@ func New(t testing.TB, status int) *Collector {
 			http.Error(w, "refused", status)
 			return
 		}
-		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		var out []byte
+		if strings.HasSuffix(r.URL.Path, "/v1/metrics") {
+			out, _ = proto.Marshal(&colmetrics.ExportMetricsServiceResponse{})
+		} else {
+			out, _ = proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		}
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.Write(out)
 	}))
@@ -113,7 +130,7 @@ func (c *Collector) add(req *coltrace.ExportTraceServiceRequest) {
 			for _, s := range ss.Spans {
 				sp := Span{Name: s.Name, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
 					ParentID: hex.EncodeToString(s.ParentSpanId), Attrs: attrs(s.Attributes), Resource: res,
-					StatusCode: int32(s.GetStatus().GetCode())}
+					StatusCode: int32(s.GetStatus().GetCode()), Duration: time.Duration(s.EndTimeUnixNano - s.StartTimeUnixNano)}
 				for _, e := range s.Events {
 					sp.Events = append(sp.Events, e.Name)
 				}
@@ -136,6 +153,35 @@ func attrs(kvs []*commonpb.KeyValue) map[string]any {
 		case *commonpb.AnyValue_DoubleValue:
 			m[kv.Key] = v.DoubleValue
 		}
+	}
+	return m
+}
+
+func (c *Collector) addMetrics(req *colmetrics.ExportMetricsServiceRequest) {
+	if c.metrics == nil {
+		c.metrics = map[string]int{}
+	}
+	for _, rm := range req.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				n := 0
+				for _, p := range m.GetHistogram().GetDataPoints() {
+					n += int(p.GetCount())
+				}
+				c.metrics[m.Name] += n
+			}
+		}
+	}
+}
+
+// Metrics is the histogram metrics received so far: each one's count of
+// recorded values, over every export.
+func (c *Collector) Metrics() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := map[string]int{}
+	for k, v := range c.metrics {
+		m[k] = v
 	}
 	return m
 }

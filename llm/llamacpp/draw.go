@@ -6,6 +6,7 @@ package llamacpp
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // drawAll draws the next token of every job in ready, concurrently on up
@@ -61,6 +62,11 @@ func (s *sched) sample(j *job) {
 		return
 	}
 	j.usage.CompletionTokens++
+	if j.usage.CompletionTokens == 1 {
+		// Time to first token, from the call's submission (the queue and
+		// the prompt's evaluation included), for its chat span.
+		j.usage.FirstTokenMS = float64(time.Since(j.submitted).Microseconds()) / 1000
+	}
 	j.push(d.piece)
 	var cancelErr error
 	if j.cancelled.Load() {

@@ -164,7 +164,12 @@ func TestPrefixReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (llm.Usage{PromptTokens: len(p1), CompletionTokens: 1}); r1.Usage != want {
+	// Time to first token is the call's, from its submission: more than
+	// nothing, and the rest of the usage exact.
+	if r1.Usage.FirstTokenMS <= 0 {
+		t.Errorf("step 1: time to first token %v ms", r1.Usage.FirstTokenMS)
+	}
+	if want := (llm.Usage{PromptTokens: len(p1), CompletionTokens: 1, FirstTokenMS: r1.Usage.FirstTokenMS}); r1.Usage != want {
 		t.Fatalf("step 1 usage %+v, want %+v", r1.Usage, want)
 	}
 
@@ -175,7 +180,7 @@ func TestPrefixReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (llm.Usage{PromptTokens: len(p2) - len(p1), CachedTokens: len(p1), CompletionTokens: 1}); r2.Usage != want {
+	if want := (llm.Usage{PromptTokens: len(p2) - len(p1), CachedTokens: len(p1), CompletionTokens: 1, FirstTokenMS: r2.Usage.FirstTokenMS}); r2.Usage != want {
 		t.Fatalf("step 2 usage %+v, want %+v (prompt %d tokens, step 1 %d)", r2.Usage, want, len(p2), len(p1))
 	}
 

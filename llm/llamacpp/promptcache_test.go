@@ -179,7 +179,7 @@ func TestPromptCacheWarmStart(t *testing.T) {
 	b := cachedTiny(t, dir, nil)
 	warm := complete(t, b, req)
 	if want := (llm.Usage{PromptTokens: len(tokens) - len(pin), CachedTokens: len(pin), DiskCachedTokens: len(pin),
-		CompletionTokens: warm.Usage.CompletionTokens, CPUWaitMS: warm.Usage.CPUWaitMS}); warm.Usage != want {
+		CompletionTokens: warm.Usage.CompletionTokens, CPUWaitMS: warm.Usage.CPUWaitMS, FirstTokenMS: warm.Usage.FirstTokenMS}); warm.Usage != want {
 		t.Fatalf("warm usage %+v, want %+v", warm.Usage, want)
 	}
 	if warm.Text != cold.Text {

@@ -124,7 +124,18 @@ func testRun(ctx context.Context, o *testRunOptions) error {
 		}
 	}
 	start := time.Now()
-	results, err := suiterun.Run(ctx, suite, suiterun.Options{Settings: o.S, Open: o.Open, Live: o.Live, Trials: o.Trials, Parallel: o.S.Parallel})
+	// A status line on a terminal: the trials done and failed so far.
+	prog := newProgress(o.IO, o.S.Quiet)
+	done, failed := 0, 0
+	results, err := suiterun.Run(ctx, suite, suiterun.Options{Settings: o.S, Open: o.Open, Live: o.Live, Trials: o.Trials, Parallel: o.S.Parallel,
+		OnTrial: func(t testsuite.TrialResult) {
+			done++
+			if !t.Passed() {
+				failed++
+			}
+			prog.update(fmt.Sprintf("test: %d trials done, %d failed", done, failed))
+		}})
+	prog.done()
 	if err != nil {
 		return err
 	}

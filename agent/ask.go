@@ -50,12 +50,27 @@ func askerOf(p policy.Prompter) react.Asker {
 // s as for ResumeJob; a run that is not paused, was answered already, or
 // whose workspace is gone is refused, and so is an answer that does not
 // fit the question (the run stays paused).
-func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord.AnswerInput, given func(flag string) bool) (Job, error) {
+//
+// The job holds the run's answer lock (Resume.Release): Run releases it
+// once the answering run is recorded; a caller that does not run the job
+// releases it.
+func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord.AnswerInput, given func(flag string) bool) (job Job, err error) {
 	b, rec, err := runrecord.OpenRunIn(ctx, history.DefaultPath, ref, s.Workspace, "answer")
 	if err != nil {
 		return Job{}, err
 	}
 	defer b.Close()
+	// One answer at a time: the lock first, then the check that nobody
+	// answered it, held until the answering run is recorded (Run).
+	release, err := b.ClaimAnswer(rec)
+	if err != nil {
+		return Job{}, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	r, err := b.Resumption(ctx, rec)
 	if err != nil {
 		return Job{}, err
@@ -80,7 +95,7 @@ func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord
 	if err != nil {
 		return Job{}, err
 	}
-	return Job{Query: rec.Query, Resume: &Resume{From: rec.ID, Checkpoint: r.Checkpoint, Budget: react.BudgetKept, Answer: &a}}, nil
+	return Job{Query: rec.Query, Resume: &Resume{From: rec.ID, Checkpoint: r.Checkpoint, Budget: react.BudgetKept, Answer: &a, Release: release}}, nil
 }
 
 // PendingQuestion is what paused run ref waits for (its checkpoint's

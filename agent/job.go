@@ -87,6 +87,9 @@ type Resume struct {
 	// Answer, when set, is the answer a paused run (needs_input) waits
 	// for: the checkpoint's pending call gets it (tact answer).
 	Answer *react.Answer
+	// Release, when set, drops the paused run's answer lock (AnswerJob):
+	// Run calls it once the run's record is committed; safe twice.
+	Release func()
 }
 
 // Plan makes a plan for job.Query and returns it with the planning call's
@@ -146,6 +149,11 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		if err := react.CheckRunID(job.ID); err != nil {
 			return nil, badInputf("run id: %v", err)
 		}
+	}
+	if job.Resume != nil && job.Resume.Release != nil {
+		// Runs after the record's end below: the next answer's check
+		// finds this run once the lock is free.
+		defer rt.releaseAnswer(job.Resume.Release)
 	}
 	l := rt.newLife(job)
 	l.ctx = ctx
@@ -300,6 +308,17 @@ func (rt *Runtime) resume(ctx context.Context, l *life, job Job) (*react.Result,
 		return nil, badInputf("run %s: %v", job.Resume.From, err)
 	}
 	return res, nil
+}
+
+// releaseAnswer commits the run history (bounded) and drops an answer's
+// lock.
+func (rt *Runtime) releaseAnswer(release func()) {
+	if rt.hist != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = rt.hist.Flush(ctx) // a store error is the store's one warning
+		cancel()
+	}
+	release()
 }
 
 // executor is a run's executor over the runtime's shared parts.

@@ -53,3 +53,19 @@ func lockDir(dir string, wait time.Duration) (release func()) {
 		backoff = min(2*backoff, 50*time.Millisecond)
 	}
 }
+
+// tryLock takes an exclusive flock on f without waiting: ErrClaimed when
+// another descriptor holds it.
+func tryLock(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case err == syscall.EWOULDBLOCK:
+			return ErrClaimed
+		case err != syscall.EINTR:
+			return fmt.Errorf("run history: answer lock: %v", err)
+		}
+	}
+}

@@ -124,6 +124,8 @@ func (s *Server) elicitation(runID string, q react.Question) *sdk.ElicitParams {
 	msg := q.Question
 	var prop map[string]any
 	switch {
+	case q.Kind == react.KindApproval && q.SecretArgs:
+		prop = choice("Run this?", []string{"no"}, []string{"no (deny it: its arguments held a secret, which tact does not store)"})
 	case q.Kind == react.KindApproval:
 		prop = choice("Run this?", []string{"yes", "always", "no"},
 			[]string{"yes (run it once)", "always (run it, and add the narrowed allow rule to the policy file)", "no (deny it)"})
@@ -236,6 +238,7 @@ func (s *Server) pausingRun(ctx context.Context, req *sdk.CallToolRequest, decod
 		if err != nil {
 			return s.textResult(err.Error(), true), nil
 		}
+		defer job.Resume.Release() // Run's; this covers a call that never runs it
 		job.Settings = &st
 	} else {
 		var err error

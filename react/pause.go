@@ -8,6 +8,7 @@ package react
 // repeated.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,11 @@ type Question struct {
 	Schema   json.RawMessage `json:"schema,omitempty"`
 	// Call is the tool call an approval is about.
 	Call *ToolCall `json:"call,omitempty"`
+	// SecretArgs: the call's arguments held a secret, which tact never
+	// writes down, so the call kept in the checkpoint is redacted and
+	// cannot run from it: an approval can only be denied (tact answer
+	// refuses --approve and --always; docs/history.md).
+	SecretArgs bool `json:"secret_args,omitempty"`
 }
 
 // Pending is the call a paused run waits on, kept in its checkpoint.
@@ -112,6 +118,10 @@ func (r *run) pause(s *step, q Question) {
 	if q.Kind == KindApproval {
 		c := act.call()
 		q.Call = &c
+		if !bytes.Equal(act.Args, s.act.Args) {
+			q.SecretArgs = true
+			q.Question += " (Its arguments hold a secret, which tact does not store, so it cannot run from this pause: deny it, or add an allow rule for it and run again.)"
+		}
 	}
 	if r.e.OnCheckpoint != nil {
 		r.syncPending()

@@ -6,6 +6,7 @@ package runrecord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -45,6 +46,20 @@ func (b *Book) Paused(ctx context.Context, rec history.Record, pending bool) err
 	return nil
 }
 
+// ClaimAnswer takes rec's answer lock (history.Store.ClaimAnswer): a run
+// another tact answer (or request) is answering now is refused with one
+// line. Check Paused after taking it.
+func (b *Book) ClaimAnswer(rec history.Record) (release func(), err error) {
+	release, err = b.st.ClaimAnswer(rec.ID)
+	if errors.Is(err, history.ErrClaimed) {
+		return nil, inputErrorf("run %s is being answered now by another tact answer or request; tact log --reason needs_input lists what still waits", rec.ID)
+	}
+	if err != nil {
+		return nil, inputError(err)
+	}
+	return release, nil
+}
+
 // PendingOf reads the call a paused run's checkpoint waits on.
 func PendingOf(runID string, checkpoint []byte) (*react.Pending, error) {
 	var cp struct {
@@ -71,6 +86,9 @@ func MakeAnswer(q react.Question, in AnswerInput) (react.Answer, error) {
 		return react.Answer{}, inputErrorf("give one answer: TEXT, --value JSON, --approve, --always or --deny")
 	}
 	if q.Kind == react.KindApproval {
+		if q.SecretArgs && (in.Approve || in.Always) {
+			return react.Answer{}, inputErrorf("the waiting call's arguments held a secret, which tact does not store, so it cannot run from the pause: answer --deny, or add an allow rule for the call (docs/safety.md) and run the query again")
+		}
 		switch {
 		case in.Approve:
 			return react.Answer{Approve: true}, nil
@@ -143,6 +161,8 @@ func Pause(res *react.Result) PauseDoc {
 	}
 	d := PauseDoc{RunID: res.RunID, Status: string(react.ReasonNeedsInput), Kind: q.Kind, Question: q.Question, Options: q.Options, Schema: q.Schema, Call: q.Call}
 	switch {
+	case q.Kind == react.KindApproval && q.SecretArgs:
+		d.Answer = fmt.Sprintf("tact answer %s --deny", res.RunID)
 	case q.Kind == react.KindApproval:
 		d.Answer = fmt.Sprintf("tact answer %s --approve|--always|--deny", res.RunID)
 	case len(q.Schema) > 0:

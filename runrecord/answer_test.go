@@ -19,6 +19,7 @@ func TestMakeAnswer(t *testing.T) {
 		return react.Question{Kind: react.KindQuestion, Question: "q?", Options: opts}
 	}
 	appr := react.Question{Kind: react.KindApproval, Question: "run?"}
+	secretAppr := react.Question{Kind: react.KindApproval, Question: "run?", SecretArgs: true}
 	cases := []struct {
 		name string
 		q    react.Question
@@ -42,6 +43,11 @@ func TestMakeAnswer(t *testing.T) {
 		{"always", appr, AnswerInput{Always: true}, react.Answer{Approve: true, Always: true}, false},
 		{"deny", appr, AnswerInput{Deny: true}, react.Answer{Deny: "denied by user: tact answer --deny"}, false},
 		{"text to an approval", appr, AnswerInput{Text: "yes", HasText: true}, react.Answer{}, true},
+		// A call whose arguments held a secret is kept redacted: it can
+		// only be denied, never run with the redaction mark.
+		{"approve secret args", secretAppr, AnswerInput{Approve: true}, react.Answer{}, true},
+		{"always secret args", secretAppr, AnswerInput{Always: true}, react.Answer{}, true},
+		{"deny secret args", secretAppr, AnswerInput{Deny: true}, react.Answer{Deny: "denied by user: tact answer --deny"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

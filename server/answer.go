@@ -50,6 +50,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		s.engineFailed(r.Context(), w, r, err)
 		return
 	}
+	defer job.Resume.Release() // Run's; this covers a request that never runs it
 	job.ID, job.Settings = react.NewRunID(), &st
 	info(r).runID = job.ID
 	ctx, cancel := s.requestContext(r)

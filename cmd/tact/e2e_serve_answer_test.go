@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -56,5 +58,85 @@ func TestE2EServeAnswer(t *testing.T) {
 	}
 	if code, _ := post("/v1/runs/"+id+"/answer", `{"nope":1}`); code != 400 {
 		t.Errorf("unknown field: %d", code)
+	}
+}
+
+// TestE2EServeAnswerConcurrent: 8 clients at once each start a run that
+// pauses (/v1/runs: needs_input and the question), then, all at once, each
+// answers its own run (POST /v1/runs/ID/answer): every run succeeds, with
+// its own client's answer as the paused call's observation.
+func TestE2EServeAnswerConcurrent(t *testing.T) {
+	const clients = 8
+	bin := e2eTact(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The runs take the script's entries in any order: first the 8
+	// questions (every run pauses before any is answered), then the 8
+	// answers, each expecting a client's answer in its prompt.
+	var b strings.Builder
+	for range clients {
+		b.WriteString(`{"kind":"action","text":"{\"thought\":\"ask which one it is\",\"tool\":\"ask_user\",\"args\":{\"question\":\"Which config?\"}}"}` + "\n")
+	}
+	for range clients {
+		b.WriteString(`{"kind":"action","expect":["answer-of-client-"],"text":"{\"thought\":\"the user has answered\",\"tool\":\"final_answer\",\"args\":{\"answer\":\"answered\"}}"}` + "\n")
+	}
+	script := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(script, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, bin, dir, []string{"serve", "--script", script, "--no-plan", "--workspace", ws, "--addr", "127.0.0.1:0"})
+	client := &http.Client{Timeout: 2 * time.Minute}
+	post := func(path, body string) (int, map[string]any, error) {
+		resp, err := client.Post(srv.base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m, err
+	}
+	ids := make([]string, clients)
+	errs := make(chan error, 2*clients)
+	var paused sync.WaitGroup
+	for i := range clients {
+		paused.Go(func() {
+			code, res, err := post("/v1/runs", `{"query":"which config is live?"}`)
+			q, _ := res["question"].(map[string]any)
+			if err != nil || code != 200 || res["termination_reason"] != "needs_input" || q["question"] != "Which config?" {
+				errs <- fmt.Errorf("client %d /v1/runs: %d %v %v", i, code, res, err)
+				return
+			}
+			ids[i], _ = res["run_id"].(string)
+		})
+	}
+	paused.Wait()
+	var answered sync.WaitGroup
+	for i := range clients {
+		if ids[i] == "" {
+			continue
+		}
+		answered.Go(func() {
+			text := fmt.Sprintf("answer-of-client-%d", i)
+			code, res, err := post("/v1/runs/"+ids[i]+"/answer", `{"text":"`+text+`"}`)
+			if err != nil || code != 200 || res["termination_reason"] != "success" || res["final_answer"] != "answered" {
+				errs <- fmt.Errorf("client %d answer: %d %v %v", i, code, res, err)
+				return
+			}
+			// The paused call's observation is this client's answer.
+			steps, _ := res["trace"].(map[string]any)["steps"].([]any)
+			raw, _ := json.Marshal(steps)
+			if !strings.Contains(string(raw), `"observation":"`+text+`"`) {
+				errs <- fmt.Errorf("client %d: its run's steps do not hold its answer: %s", i, raw)
+			}
+		})
+	}
+	answered.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

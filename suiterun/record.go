@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -80,10 +81,14 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	}
 	cas := &Cassette{Header: Header{Case: o.Name, Run: rec.ID, Query: rec.Query}}
 	var instr []string
+	var offered []string // the tools the planner, else a free run, was offered
 	err = book.Events(ctx, rec.ID, func(line string) error {
 		var ev struct {
-			Event string   `json:"event"`
-			Instr []string `json:"project_instructions"`
+			Event   string   `json:"event"`
+			Instr   []string `json:"project_instructions"`
+			Tools   []string `json:"tools"`
+			Allowed []string `json:"allowed_tools"`
+			NoPlan  bool     `json:"no_plan"`
 			Reply
 			Text string `json:"reply"`
 		}
@@ -93,6 +98,12 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		switch ev.Event {
 		case react.EventRunStart:
 			instr = ev.Instr
+		case react.EventPlanning:
+			offered = ev.Tools
+		case react.EventExecuteStart:
+			if ev.NoPlan && offered == nil {
+				offered = ev.Allowed
+			}
 		case react.EventModelReply:
 			r := ev.Reply
 			r.Text = ev.Text
@@ -118,6 +129,14 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		line.Query = rec.Query
 	}
 	line.Flags = recordedFlags(rec.Settings)
+	if offered != nil && !slices.Contains(offered, "ask_user") && line.Flags["allow_tools"] == nil {
+		// --no-ask is not among the recorded settings, but the tools
+		// offered say it: without it a replay's prompts list ask_user.
+		if line.Flags == nil {
+			line.Flags = map[string]any{}
+		}
+		line.Flags["no_ask"] = true
+	}
 	line.Assert = startingAsserts(res)
 	if n := approved(res); n != "" {
 		out.Notes = append(out.Notes, fmt.Sprintf("the run's %s approved by --yes or a policy rule (the history does not say which): a trial runs unattended under the policy, so if it was --yes add \"yes\": true to the case's flags", n))
@@ -255,7 +274,7 @@ func startingAsserts(res *react.Result) []testsuite.Assertion {
 	reason, _ := json.Marshal(string(res.TerminationReason))
 	out := []testsuite.Assertion{
 		{Name: "ends as " + string(res.TerminationReason), JQ: ".termination_reason == " + string(reason)},
-		{Name: "calls the recorded tools in order", JQ: "[.trace.steps[].action.tool // empty] == " + string(seq)},
+		{Name: "calls the recorded tools in order", JQ: "[.trace.steps[].action.tool | select(. != \"\")] == " + string(seq)},
 	}
 	if decided { // approvals (policy, --yes) decide as they did
 		d, _ := json.Marshal(decisions)

@@ -164,3 +164,40 @@ func TestTestSuiteTinyModel(t *testing.T) {
 	}
 	t.Logf("tokens %v; stderr:\n%s", total, p.stderr.String())
 }
+
+// Runs on the tiny model (--no-ask, planned and free), recorded as cases,
+// replay offline with no model and no cassette mismatch: the replies and
+// prompt digests a llama run records are what a replay asks with.
+func TestTestRecordTinyModel(t *testing.T) {
+	c := newE2E(t)
+	model := synth.Cached(t, synth.Tiny)
+	if err := os.WriteFile(filepath.Join(c.ws, "app.log"), []byte("2026-01-01 ERROR no space left on device\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suite := filepath.Join(c.dir, "suite")
+	for _, r := range []struct {
+		name string
+		args []string
+	}{
+		{"planned", []string{"--ctx-size", "16384"}},
+		{"free", []string{"--no-plan"}},
+	} {
+		args := append([]string{"run", "--model", model, "--workspace", c.ws, "--seed", "3", "--max-tokens", "64", "--no-ask",
+			"--max-iterations", "3"}, r.args...)
+		p := c.run(append(args, "why is the disk full?")...)
+		if code := p.wait(5 * time.Minute); code == 1 || code == 2 {
+			t.Fatalf("%s: exit %d\nstderr: %s", r.name, code, p.stderr.String())
+		}
+		rec := c.run("test", "record", "last", "--suite", suite, "--name", r.name)
+		if code := rec.wait(time.Minute); code != 0 {
+			t.Fatalf("record %s: exit %d\nstderr: %s", r.name, code, rec.stderr.String())
+		}
+	}
+	p := c.run("test", "run", suite, "--json")
+	if code := p.wait(2 * time.Minute); code != 0 {
+		t.Fatalf("replay: exit %d\nstdout: %s\nstderr: %s", code, p.stdout.String(), p.stderr.String())
+	}
+	if !strings.Contains(p.stdout.String(), `"mode":"replay"`) || strings.Contains(p.stdout.String(), "prompt differs") {
+		t.Fatalf("replay: %s", p.stdout.String())
+	}
+}

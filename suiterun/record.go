@@ -82,10 +82,12 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	cas := &Cassette{Header: Header{Case: o.Name, Run: rec.ID, Query: rec.Query}}
 	var instr []string
 	var offered []string // the tools the planner, else a free run, was offered
+	var ctxFiles []string // the run's -f files
 	err = book.Events(ctx, rec.ID, func(line string) error {
 		var ev struct {
 			Event   string   `json:"event"`
 			Instr   []string `json:"project_instructions"`
+			Files   []string `json:"files"`
 			Tools   []string `json:"tools"`
 			Allowed []string `json:"allowed_tools"`
 			NoPlan  bool     `json:"no_plan"`
@@ -98,6 +100,9 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		switch ev.Event {
 		case react.EventRunStart:
 			instr = ev.Instr
+			if len(ev.Files) > 0 {
+				ctxFiles = ev.Files
+			}
 		case react.EventPlanning:
 			offered = ev.Tools
 		case react.EventExecuteStart:
@@ -118,6 +123,9 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		return nil, fmt.Errorf("run %s lost %d trace events while it ran: its model replies are incomplete, record another run", rec.ID, rec.DroppedEvents)
 	}
 	out.Calls = len(cas.Replies)
+	if len(ctxFiles) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("the run had context files (-f %s): put copies in the suite and name them in the case's flags.files", strings.Join(ctxFiles, ", ")))
+	}
 	if len(instr) > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("the run's system prompt held project instructions (%s): a trial's workspace has them only when the fixture does, else its prompts mismatch the cassette", strings.Join(instr, ", ")))
 	}

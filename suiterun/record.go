@@ -81,7 +81,7 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	}
 	cas := &Cassette{Header: Header{Case: o.Name, Run: rec.ID, Query: rec.Query}}
 	var instr []string
-	var offered []string // the tools the planner, else a free run, was offered
+	var offered []string  // the tools the planner, else a free run, was offered
 	var ctxFiles []string // the run's -f files
 	err = book.Events(ctx, rec.ID, func(line string) error {
 		var ev struct {

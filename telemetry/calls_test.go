@@ -250,3 +250,40 @@ func TestMetricsSwitch(t *testing.T) {
 		t.Errorf("metrics URL %s", u)
 	}
 }
+
+// A planned run's events in the engine's order: the planner's reply
+// (model_reply) before execute_start, the plan after it with the same
+// usage. The plan span has it once, the plan's rows, and ends at the reply.
+func TestPlanSpanFromReply(t *testing.T) {
+	exp := newKeep()
+	tel, _ := New(context.Background(), Options{Exporter: exp})
+	t0 := time.Now()
+	pu := llm.Usage{PromptTokens: 40, CachedTokens: 3980, CompletionTokens: 119, FirstTokenMS: 150}
+	total := llm.Usage{}.Add(pu)
+	for i, ev := range []react.Event{
+		{Type: react.EventRunStart, Fields: map[string]any{"backend": "llama"}},
+		{Type: react.EventPlanning},
+		{Type: react.EventModelReply, Fields: map[string]any{"kind": "plan", "token_usage": raw(pu)}},
+		{Type: react.EventExecuteStart},
+		{Type: react.EventPlan, Fields: map[string]any{"plan": []any{1, 2}, "source": "planner", "token_usage": raw(pu)}},
+		{Type: react.EventTermination, Fields: map[string]any{"reason": "success", "success": true, "token_usage": raw(total)}},
+	} {
+		ev.RunID, ev.Time = "r", t0.Add(time.Duration(i)*10*time.Millisecond)
+		tel.Sink().Handle(ev)
+	}
+	tel.Shutdown(context.Background())
+	var plans []tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == "plan" {
+			plans = append(plans, s)
+		}
+	}
+	if len(plans) != 1 {
+		t.Fatalf("plan spans: %v", names(exp.GetSpans()))
+	}
+	checkAttrs(t, plans[0], map[string]any{"gen_ai.usage.input_tokens": int64(4020), "gen_ai.usage.output_tokens": int64(119),
+		"gen_ai.usage.cache_read.input_tokens": int64(3980), "tact.plan.steps": int64(2), "gen_ai.response.time_to_first_chunk": 0.15})
+	if d := plans[0].EndTime.Sub(plans[0].StartTime); d != 10*time.Millisecond {
+		t.Errorf("plan span lasted %s, want 10ms (planning to the reply)", d)
+	}
+}

@@ -32,8 +32,16 @@ type runSpans struct {
 	ctx  context.Context // holds the invoke_agent span
 	root trace.Span
 	plan trace.Span
-	// planStart is when plan began (the operation duration metric).
-	planStart time.Time
+	// The planner's call (plan): when it began, returned (the first event
+	// after it, or its reply), the usage of its replies (model_reply) and
+	// the first one's time to first token; planExec: execute_start came,
+	// so the plan event is next if the planner made one.
+	planStart, planEnd     time.Time
+	planUsage              llm.Usage
+	planReplies            int
+	planFirstMS            float64
+	planExec               bool
+	summaryFrom, summaryTo time.Time // a compaction's summary call, from its reply
 	// calls are the model calls whose usage has not come yet, oldest
 	// first: a step carries its call's usage, and a later call (the
 	// fallback answer of a stalled run) may come before that step.
@@ -108,15 +116,42 @@ func (s *sink) Handle(ev react.Event) {
 			c.end = &t
 		}
 	}
+	if r.plan != nil {
+		switch {
+		case r.planExec && ev.Type != react.EventPlan && ev.Type != react.EventCompaction:
+			// The planner made no plan: the run went on without one.
+			s.endPlan(r, nil)
+		case r.planEnd.IsZero() && ev.Type != react.EventModelReply:
+			r.planEnd = ev.Time
+		}
+	}
 	switch ev.Type {
+	case react.EventModelReply:
+		// A call's reply, as it returns (a run's calls through the engine):
+		// the planner's usage for its plan span; a summary's times.
+		var u llm.Usage
+		_ = ev.Decode("token_usage", &u)
+		switch str(ev, "kind") {
+		case string(llm.KindPlan):
+			if r.plan != nil {
+				if r.planReplies == 0 {
+					r.planFirstMS = u.FirstTokenMS
+				}
+				r.planReplies++
+				r.planUsage = r.planUsage.Add(u)
+				r.planEnd = ev.Time
+			}
+		case string(llm.KindSummary):
+			r.summaryFrom, r.summaryTo = prev, ev.Time
+		}
 	case react.EventPlanning:
-		r.planStart = ev.Time
+		s.startPlan(r, ev.Time)
 		_, r.plan = s.t.tracer.Start(r.ctx, "plan", at, trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "plan"), attribute.String("gen_ai.provider.name", r.provider)))
 		r.plan.SetAttributes(r.modelAttr()...)
 	case react.EventReplanRequest:
 		// The planner's call again, with the transcript: a plan span.
-		r.planStart = ev.Time
+		s.startPlan(r, ev.Time)
 		_, r.plan = s.t.tracer.Start(r.ctx, "plan", at, trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "plan"), attribute.String("gen_ai.provider.name", r.provider),
 			attribute.Bool("tact.plan.replan", true), attribute.String("tact.reason", str(ev, "trigger"))))
@@ -124,17 +159,10 @@ func (s *sink) Handle(ev react.Event) {
 		r.root.AddEvent(ev.Type, at, trace.WithAttributes(attribute.String("tact.reason", str(ev, "trigger"))))
 	case react.EventReplan, react.EventReplanFailed:
 		if r.plan != nil {
-			var u llm.Usage
-			if ev.Decode("token_usage", &u) == nil {
-				r.plan.SetAttributes(callUsage(u)...)
-				r.counted = r.counted.Add(u)
-				s.t.record(r, "plan", r.planStart, ev.Time, &u)
-			}
 			if ev.Type == react.EventReplanFailed {
 				r.plan.SetStatus(codes.Error, "replan failed")
 			}
-			r.plan.End(at)
-			r.plan = nil
+			s.endPlan(r, usageField(ev))
 		}
 		r.root.AddEvent(ev.Type, at)
 	case react.EventPlan, react.EventPlanInvalid:
@@ -150,21 +178,12 @@ func (s *sink) Handle(ev react.Event) {
 		_ = ev.Decode("plan", &rows)
 		span.SetAttributes(attribute.Int("tact.plan.steps", len(rows)), attribute.String("tact.plan.source", str(ev, "source")))
 		if r.plan != nil {
-			var u llm.Usage
-			if ev.Decode("token_usage", &u) == nil {
-				r.plan.SetAttributes(callUsage(u)...)
-				r.counted = r.counted.Add(u)
-				s.t.record(r, "plan", r.planStart, ev.Time, &u)
-			}
 			s.content(r.plan, "tact.plan", ev, "plan")
-			r.plan.End(at)
-			r.plan = nil
+			s.endPlan(r, usageField(ev))
 		}
 	case react.EventExecuteStart:
-		if r.plan != nil {
-			r.plan.End(at)
-			r.plan = nil
-		}
+		// A planned run's plan event comes after this one.
+		r.planExec = r.plan != nil
 	case react.EventModelCall:
 		name := r.chatName()
 		var n struct {
@@ -207,7 +226,12 @@ func (s *sink) Handle(ev react.Event) {
 		// run's previous event to this one, with the summary's usage.
 		var u llm.Usage
 		if ev.Decode("token_usage", &u) == nil && u != (llm.Usage{}) {
-			c := &call{start: prev, end: &ev.Time}
+			from, to := prev, ev.Time
+			if !r.summaryTo.IsZero() {
+				from, to = r.summaryFrom, r.summaryTo
+			}
+			r.summaryFrom, r.summaryTo = time.Time{}, time.Time{}
+			c := &call{start: from, end: &to}
 			_, c.span = s.t.tracer.Start(r.ctx, r.chatName(), trace.WithTimestamp(prev), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 				attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", r.provider),
 				attribute.String("tact.call.kind", "summary")))
@@ -301,6 +325,45 @@ func (s *sink) step(r *runSpans, ev react.Event, at trace.SpanEventOption) {
 	s.endTool(r, at)
 }
 
+// startPlan notes a planner call's start (its span is opened by the
+// caller).
+func (s *sink) startPlan(r *runSpans, at time.Time) {
+	r.planStart, r.planEnd, r.planUsage, r.planReplies, r.planFirstMS, r.planExec = at, time.Time{}, llm.Usage{}, 0, 0, false
+}
+
+// endPlan ends the plan span with its usage: its replies' (model_reply),
+// else the plan event's (u), and where the call returned.
+func (s *sink) endPlan(r *runSpans, u *llm.Usage) {
+	if r.planReplies > 0 {
+		pu := r.planUsage
+		pu.FirstTokenMS = r.planFirstMS
+		u = &pu
+	}
+	end := r.planEnd
+	if end.IsZero() {
+		end = r.last
+	}
+	if u != nil {
+		r.plan.SetAttributes(callUsage(*u)...)
+		r.counted = r.counted.Add(*u)
+	}
+	s.t.record(r, "plan", r.planStart, end, u)
+	r.plan.End(trace.WithTimestamp(end))
+	r.plan = nil
+}
+
+// usageField is an event's token_usage, nil without one.
+func usageField(ev react.Event) *llm.Usage {
+	if _, ok := ev.Fields["token_usage"]; !ok {
+		return nil
+	}
+	var u llm.Usage
+	if ev.Decode("token_usage", &u) != nil {
+		return nil
+	}
+	return &u
+}
+
 // endCall ends a model call's span with its usage u (nil: not known),
 // where the call returned: at the first event after it.
 func (s *sink) endCall(r *runSpans, c *call, u *llm.Usage) {
@@ -348,7 +411,7 @@ func (s *sink) end(id string, r *runSpans, ev react.Event) {
 	at := trace.WithTimestamp(ev.Time)
 	s.endTool(r, at)
 	if r.plan != nil {
-		r.plan.End(at)
+		s.endPlan(r, nil)
 	}
 	var total llm.Usage
 	_ = ev.Decode("token_usage", &total)

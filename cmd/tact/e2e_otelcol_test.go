@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -241,17 +242,25 @@ func TestTelemetryRealCollector(t *testing.T) {
 	if code, _, stderr := tactWith(t, dir, env, "batch", "--parallel", "4", "--workspace", "ws", "--script", "batch.jsonl", "q.txt"); code != 0 {
 		t.Fatalf("batch: exit %d: %s", code, stderr)
 	}
-	// The tiny random-weight model: whatever it does (answer, stall, run
-	// out of steps), its calls are chat spans with the run's tokens.
+	// The tiny random-weight model: whatever it does (answer from the plan,
+	// stall, run out of steps), its calls are chat and plan spans with the
+	// run's tokens. Three runs that end in different ways (here).
 	model := synth.Cached(t, synth.Tiny)
-	code, stdout, stderr = tactWith(t, dir, env, "run", "--json", "--model", model, "--workspace", "ws", "--seed", "1",
-		"--max-tokens", "128", "--no-ask", "--no-history", "count the files")
-	switch code {
-	case 0, 3, 4, 5, 6, 11:
-	default:
-		t.Fatalf("tiny model run: exit %d: %s", code, stderr)
+	var tiny []tinyRun
+	for _, args := range [][]string{
+		{"--seed", "1"},
+		{"--seed", "7", "--temperature", "0.8"},
+		{"--seed", "2", "--temperature", "0.8", "--no-plan", "--max-iterations", "3"},
+	} {
+		args = append([]string{"run", "--json", "--model", model, "--workspace", "ws", "--max-tokens", "128", "--no-ask", "--no-history"}, args...)
+		code, stdout, stderr = tactWith(t, dir, env, append(args, "count the files")...)
+		switch code {
+		case 0, 3, 4, 5, 6, 11:
+		default:
+			t.Fatalf("tiny model run %v: exit %d: %s", args, code, stderr)
+		}
+		tiny = append(tiny, tinyRun{runTotals(t, stdout), !slices.Contains(args, "--no-plan")})
 	}
-	tiny := runTotals(t, stdout)
 	p := startServe(t, tact, dir, []string{"serve", "--addr", "127.0.0.1:0", "--workspace", filepath.Join(dir, "ws"),
 		"--script", filepath.Join(dir, "replies.jsonl"), "--no-history"}, env...)
 	const traceID, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -269,8 +278,8 @@ func TestTelemetryRealCollector(t *testing.T) {
 
 	spans, metrics := col.stop(t)
 	runs := spansNamed(spans, "invoke_agent tact")
-	if len(runs) != 1+1+4+1+1 {
-		t.Fatalf("%d run spans, want 8 (run, exec, 4 batch, tiny model, serve)\n%+v", len(runs), spans)
+	if len(runs) != 1+1+4+3+1 {
+		t.Fatalf("%d run spans, want 10 (run, exec, 4 batch, 3 tiny model, serve)\n%+v", len(runs), spans)
 	}
 	byID := map[string]otlptest.Span{}
 	for _, s := range spans {
@@ -310,7 +319,9 @@ func TestTelemetryRealCollector(t *testing.T) {
 	if len(spansNamed(spans, "chat")) == 0 || len(spansNamed(spans, "plan")) == 0 || len(spansNamed(spans, "execute_tool read_file")) < 7 {
 		t.Errorf("spans: %d chat, %d plan, %d execute_tool read_file (want 7 or more)", len(spansNamed(spans, "chat")), len(spansNamed(spans, "plan")), len(spansNamed(spans, "execute_tool read_file")))
 	}
-	checkTinyModelSpans(t, spans, tiny, strings.TrimSuffix(filepath.Base(model), ".gguf"))
+	for _, r := range tiny {
+		checkTinyModelSpans(t, spans, r, strings.TrimSuffix(filepath.Base(model), ".gguf"))
+	}
 	// The GenAI client metrics: every model call's duration, every call
 	// with known usage its input and output tokens.
 	if metrics["gen_ai.client.operation.duration"] == 0 || metrics["gen_ai.client.token.usage"] == 0 {
@@ -342,11 +353,19 @@ func runTotals(t *testing.T, stdout string) jsonTotals {
 	return out
 }
 
+// tinyRun is a tiny model run's --json totals, and whether it planned.
+type tinyRun struct {
+	jsonTotals
+	planned bool
+}
+
 // checkTinyModelSpans: the tiny model run's model calls are chat spans
 // (and the planner's plan spans) naming the model and llama.cpp, whose
-// tokens add up to --json's totals, cache reads included; the calls a
-// step recorded have their time to first token, within the call.
-func checkTinyModelSpans(t *testing.T, spans []otlptest.Span, tiny jsonTotals, model string) {
+// tokens add up to --json's totals, cache reads included; a planned run
+// has its planner's tokens on its plan span; the calls a step or the
+// planner's reply recorded have their time to first token, within the
+// call.
+func checkTinyModelSpans(t *testing.T, spans []otlptest.Span, tiny tinyRun, model string) {
 	t.Helper()
 	var run otlptest.Span
 	for _, r := range spansNamed(spans, "invoke_agent tact") {
@@ -358,7 +377,7 @@ func checkTinyModelSpans(t *testing.T, spans []otlptest.Span, tiny jsonTotals, m
 		t.Fatalf("no span of the tiny model run %s", tiny.RunID)
 	}
 	var in, cached, out int64
-	chats, ttfts := 0, 0
+	chats, ttfts, plans := 0, 0, 0
 	for _, s := range spans {
 		if s.ParentID != run.SpanID || (!strings.HasPrefix(s.Name, "chat") && s.Name != "plan") {
 			continue
@@ -367,31 +386,37 @@ func checkTinyModelSpans(t *testing.T, spans []otlptest.Span, tiny jsonTotals, m
 		cached += asInt(s.Attrs["gen_ai.usage.cache_read.input_tokens"])
 		out += asInt(s.Attrs["gen_ai.usage.output_tokens"])
 		if s.Name == "plan" {
+			if s.Attrs["tact.plan.replan"] == nil && asInt(s.Attrs["gen_ai.usage.output_tokens"]) > 0 {
+				plans++
+			}
+		} else {
+			chats++
+		}
+		if ttft, ok := s.Attrs["gen_ai.response.time_to_first_chunk"].(float64); ok {
+			ttfts++
+			if d := time.Duration(ttft * float64(time.Second)); d <= 0 || d > s.Duration {
+				t.Errorf("%s span: time to first token %s, call %s", s.Name, d, s.Duration)
+			}
+		}
+		if s.Name == "plan" {
 			continue
 		}
-		chats++
 		if s.Name != "chat "+model || s.Attrs["gen_ai.request.model"] != model || s.Attrs["gen_ai.provider.name"] != "llama.cpp" {
 			t.Errorf("chat span %q: model %v, provider %v; want %s, llama.cpp", s.Name, s.Attrs["gen_ai.request.model"], s.Attrs["gen_ai.provider.name"], model)
 		}
 		if _, ok := s.Attrs["gen_ai.usage.cache_read.input_tokens"]; !ok {
 			t.Errorf("chat span without gen_ai.usage.cache_read.input_tokens: %v", s.Attrs)
 		}
-		if ttft, ok := s.Attrs["gen_ai.response.time_to_first_chunk"].(float64); ok {
-			ttfts++
-			if d := time.Duration(ttft * float64(time.Second)); d <= 0 || d > s.Duration {
-				t.Errorf("chat span: time to first token %s, call %s", d, s.Duration)
-			}
-		}
 	}
 	u := tiny.Usage
-	if chats == 0 || ttfts == 0 || in != u.P+u.C || cached != u.C || out != u.O {
-		t.Errorf("tiny model run: %d chat spans (%d with time to first token), tokens in %d cached %d out %d; --json: prompt %d cached %d completion %d",
-			chats, ttfts, in, cached, out, u.P, u.C, u.O)
+	if (chats == 0 && !tiny.planned) || (plans != 1) != !tiny.planned || ttfts == 0 || in != u.P+u.C || cached != u.C || out != u.O {
+		t.Errorf("tiny model run (planned %v): %d chat spans, %d plan spans with the planner's tokens, %d with time to first token; tokens in %d cached %d out %d; --json: prompt %d cached %d completion %d",
+			tiny.planned, chats, plans, ttfts, in, cached, out, u.P, u.C, u.O)
 	}
 	if run.Attrs["gen_ai.usage.input_tokens"] != u.P+u.C || run.Attrs["gen_ai.usage.cache_read.input_tokens"] != u.C || run.Attrs["gen_ai.request.model"] != model {
 		t.Errorf("tiny model run span: %v", run.Attrs)
 	}
-	t.Logf("tiny model run: %d chat spans, %d tokens in (%d read from the cache), %d out", chats, in, cached, out)
+	t.Logf("tiny model run (planned %v, %v): %d chat spans, %d tokens in (%d read from the cache), %d out", tiny.planned, run.Attrs["tact.termination_reason"], chats, in, cached, out)
 }
 
 func asInt(v any) int64 { n, _ := v.(int64); return n }

@@ -59,7 +59,10 @@ func TestE2EServe(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(ws, "auth.js"), []byte("function login(user, password) { return check(user, password) }\n"), 0o644)
 	args := []string{"serve", "--model", model, "--workspace", ws, "--addr", "127.0.0.1:0",
-		"--parallel", "4", "--ctx-size", "8192", "--max-tokens", "256", "--seed", "1", "--shutdown-grace", "5s"}
+		"--parallel", "4", "--ctx-size", "8192", "--max-tokens", "256", "--seed", "1", "--shutdown-grace", "5s",
+		// The steps offer the client's tools only: a random model's
+		// ask_user (with a random answer schema) is not what this tests.
+		"--no-ask"}
 	srv := startServe(t, bin, dir, args)
 	cmd, logs, exited, base := srv.cmd, srv.logs, srv.exited, srv.base
 	// At start it readies the planner's and the executor's system prompts:

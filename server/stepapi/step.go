@@ -163,6 +163,11 @@ func (c *stepCall) answer(resp *Response, reply string, sch json.RawMessage, now
 				resp.Error = c.redact(fmt.Sprintf("the model's reply is not a valid action: arguments for %s: %v", tool, err))
 				return
 			}
+		} else if tool == askUser.Name() {
+			if err := checkQuestion(args); err != nil {
+				resp.Error = c.redact("the model's reply is not a valid action: " + err.Error())
+				return
+			}
 		}
 		if tool == tools.FinalAnswer {
 			var a struct {
@@ -195,6 +200,29 @@ func (c *stepCall) answer(resp *Response, reply string, sch json.RawMessage, now
 		ToolCall: &ToolCall{Name: tool, Parameters: args}, Timestamp: stamp})
 }
 
+// askUser is the question tact offers the model besides the client's
+// tools: a step that calls it is an action the client handles as any
+// other (it asks its user and sends the answer back as the tool's
+// result).
+var askUser tools.Tool = tools.AskUserTool{}
+
+// asks reports whether the step offers ask_user: unless --no-ask, the
+// prose form (the client's own tool list), or a client tool of that name
+// (the client's wins). Not the steps left: the system prompt stays the
+// same from step to step (the reply schema of the last step is
+// final_answer alone).
+func (c *stepCall) asks() bool {
+	if c.rt.S.NoAsk || c.proseForm {
+		return false
+	}
+	for _, t := range c.req.Tools {
+		if t.Name == askUser.Name() {
+			return false
+		}
+	}
+	return true
+}
+
 // replySchema constrains the reply: the client's tools and final_answer;
 // only final_answer when no steps are left; none for the prose form.
 func (c *stepCall) replySchema() json.RawMessage {
@@ -206,6 +234,9 @@ func (c *stepCall) replySchema() json.RawMessage {
 		return nil
 	}
 	tools := []schema.Tool{final}
+	if c.asks() {
+		tools = append(tools, schema.Tool{Name: askUser.Name(), Schema: askUser.Schema()})
+	}
 	for _, t := range c.req.Tools {
 		tools = append(tools, schema.Tool{Name: t.Name, Schema: t.schema()})
 	}
@@ -356,7 +387,11 @@ func (c *stepCall) systemPromptWith(withTools bool) string {
 	}
 	if !c.proseForm {
 		list := []prompt.Tool{}
-		for _, t := range tools.PromptTools([]tools.Tool{tools.FinalAnswerTool{}}) {
+		own := []tools.Tool{tools.FinalAnswerTool{}}
+		if c.asks() {
+			own = append(own, askUser)
+		}
+		for _, t := range tools.PromptTools(own) {
 			list = append(list, t)
 		}
 		for _, t := range c.req.Tools {
@@ -538,4 +573,19 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// checkQuestion checks an ask_user call's arguments as a run does: the
+// question, its options, its answer schema compiled.
+func checkQuestion(args json.RawMessage) error {
+	q, err := tools.ParseQuestion(args)
+	if err != nil {
+		return err
+	}
+	if len(q.Schema) > 0 {
+		if _, err := schema.CompileAnswer(q.Schema); err != nil {
+			return fmt.Errorf("ask_user: the answer schema: %v", err)
+		}
+	}
+	return nil
 }

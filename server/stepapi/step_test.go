@@ -285,13 +285,13 @@ func TestStepConversation(t *testing.T) {
 	if !strings.Contains(prompts[1][3].Content, "output of step 1") || !strings.Contains(prompts[1][3].Content, "Observation (code_search)") {
 		t.Fatalf("observation message: %q", prompts[1][3].Content)
 	}
-	// The reply schema is exactly the client's tools and final_answer; with
-	// no steps left, final_answer alone.
+	// The reply schema is exactly the client's tools, final_answer and
+	// ask_user; with no steps left, final_answer alone.
 	var first struct{ OneOf []json.RawMessage }
 	_ = json.Unmarshal(rec.reqs[0].Schema, &first)
 	var lastSch struct{ OneOf []json.RawMessage }
 	_ = json.Unmarshal(rec.reqs[2].Schema, &lastSch)
-	if len(first.OneOf) != 3 || len(lastSch.OneOf) != 1 || !strings.Contains(string(lastSch.OneOf[0]), `"const":"final_answer"`) {
+	if len(first.OneOf) != 4 || len(lastSch.OneOf) != 1 || !strings.Contains(string(lastSch.OneOf[0]), `"const":"final_answer"`) {
 		t.Fatalf("schemas:\n%s\n%s", rec.reqs[0].Schema, rec.reqs[2].Schema)
 	}
 	if !strings.Contains(prompts[2][len(prompts[2])-1].Content, "No steps are left") {
@@ -518,5 +518,47 @@ func TestStepLLMConfig(t *testing.T) {
 	}
 	if r := rec.last(); r.Sampling.Temperature != rt.S.Temperature || r.MaxTokens != 300 {
 		t.Fatalf("sampling %+v, max tokens %d", r.Sampling, r.MaxTokens)
+	}
+}
+
+// TestStepAskUser: the step API offers ask_user besides the client's
+// tools (issue 39); a step whose model asks is an action the client
+// handles (action_proposed, tool_name ask_user, the question redacted);
+// a question whose arguments are bad is an error, never proposed;
+// --no-ask, or a client tool of that name, leaves tact's out.
+func TestStepAskUser(t *testing.T) {
+	t.Setenv("STEP_TEST_TOKEN", "step-s3cret-value-99")
+	ask := `{"thought":"only the user knows which one","tool":"ask_user","args":{"question":"Which config is live? (step-s3cret-value-99)","options":["red","blue"]}}`
+	rt, rec := stepRuntime(t, nil, ask,
+		`{"thought":"only the user knows which port","tool":"ask_user","args":{"question":"Which port?","schema":{"type":"nope"}}}`)
+	body := `{"user_query": "which config is live?", "tools": [{"name": "read_file", "description": "Read a file.", "parameters": {"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}]}`
+	resp, err := Answer(context.Background(), rt, decode(t, body))
+	if err != nil || resp.Status != StatusActionProposed || resp.ActionDetails.ToolName != "ask_user" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if args := string(resp.ActionDetails.ToolArgs); strings.Contains(args, "step-s3cret") || !strings.Contains(args, "[REDACTED]") {
+		t.Errorf("ask_user's arguments: %s", args)
+	}
+	if !strings.Contains(string(rec.reqs[0].Schema), `"const":"ask_user"`) || !strings.Contains(rec.reqs[0].Messages[0].Content, "- ask_user: ") {
+		t.Errorf("ask_user is not offered: %s", rec.reqs[0].Schema)
+	}
+	resp, err = Answer(context.Background(), rt, decode(t, body))
+	if err != nil || resp.Status != StatusError || resp.ActionDetails != nil || !strings.Contains(resp.Error, "ask_user: the answer schema") {
+		t.Fatalf("a bad question: %+v %v", resp, err)
+	}
+
+	noAsk, rec2 := stepRuntime(t, func(s *config.Settings) { s.NoAsk = true }, `{"thought":"answer from what is known","tool":"final_answer","args":{"answer":"ok"}}`)
+	if _, err := Answer(context.Background(), noAsk, decode(t, body)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(rec2.reqs[0].Schema), `"const":"ask_user"`) {
+		t.Errorf("--no-ask: ask_user offered: %s", rec2.reqs[0].Schema)
+	}
+	own, rec3 := stepRuntime(t, nil, `{"thought":"answer from what is known","tool":"final_answer","args":{"answer":"ok"}}`)
+	if _, err := Answer(context.Background(), own, decode(t, `{"user_query": "q", "tools": [{"name": "ask_user", "description": "Ask in the editor.", "parameters": {"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(rec3.reqs[0].Schema), `"const":"ask_user"`); n != 1 || !strings.Contains(string(rec3.reqs[0].Schema), `"text"`) {
+		t.Errorf("a client's ask_user: %d in the schema, want the client's alone: %s", n, rec3.reqs[0].Schema)
 	}
 }

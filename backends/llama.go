@@ -23,7 +23,7 @@ func openLlama(ctx context.Context, s *config.Settings, modelPath string, settin
 	}
 	o := llamacpp.Options{
 		ModelPath: modelPath, Threads: s.Threads, CtxSize: s.CtxSize, BatchSize: s.BatchSize,
-		GPULayers: s.GPULayers, FlashAttn: s.FlashAttn, KVCacheType: s.KVCacheType, Verbose: s.Verbose, LibDir: s.LibDir,
+		GPULayers: s.GPULayers, FlashAttn: flashAttn(s), KVCacheType: s.KVCacheType, Verbose: s.Verbose, LibDir: s.LibDir,
 		NoCPULock: !s.CPULock, Parallel: s.Parallel, PromptCacheDir: promptCacheDir(s), PromptCacheMax: int64(s.PromptCacheMax),
 	}
 	if llamacpp.ProviderName == "runtime" {
@@ -88,7 +88,7 @@ func checkMemory(s *config.Settings, modelPath string, settingName func(field st
 	if parallel > 1 {
 		what += fmt.Sprintf(" for each of --parallel %d sequences", parallel)
 	}
-	need := shape.Estimate(info.Size, ctx*parallel, cmp.Or(s.BatchSize, llamacpp.DefaultBatchSize), s.KVCacheType, s.FlashAttn)
+	need := shape.Estimate(info.Size, ctx*parallel, cmp.Or(s.BatchSize, llamacpp.DefaultBatchSize), s.KVCacheType, llamacpp.FlashAttnOn(flashAttn(s)))
 	avail, err := AvailableMemory()
 	if err != nil {
 		slog.Debug("cannot tell the memory available; not checking --ctx-size", "err", err)
@@ -105,3 +105,10 @@ func checkMemory(s *config.Settings, modelPath string, settingName func(field st
 
 // AvailableMemory is memfit.Available; tests replace it.
 var AvailableMemory = memfit.Available
+
+// flashAttn is --flash-attention as llamacpp takes it (auto, on or off;
+// Validate has refused any other value).
+func flashAttn(s *config.Settings) string {
+	mode, _ := config.FlashAttnMode(s.FlashAttn)
+	return mode
+}

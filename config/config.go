@@ -84,7 +84,7 @@ type Settings struct {
 	Threads     int    `envconfig:"TACT_THREADS" flag:"threads" desc:"inference threads (default: chosen from the cores free at start; more than the CPUs present is capped with a warning)"`
 	CtxSize     int    `envconfig:"TACT_CTX_SIZE" flag:"ctx-size" desc:"context window in tokens that every prompt and its reply must fit, for every backend (default: the model's, at most 8192; script and none: unlimited; openai: unlimited, set it to the server's); refused when its KV cache cannot fit in memory"`
 	BatchSize   int    `envconfig:"TACT_BATCH_SIZE" flag:"batch-size" default:"512" desc:"prompt batch size in tokens (1 to 65536)"`
-	FlashAttn   bool   `envconfig:"TACT_FLASH_ATTENTION" flag:"flash-attention" desc:"use flash attention"`
+	FlashAttn   string `envconfig:"TACT_FLASH_ATTENTION" flag:"flash-attention" default:"auto" desc:"flash attention: auto (the provider's faster choice on this machine: on for the runtime, off for the cgo provider), on or off (--flash-attention alone: on)"`
 	KVCacheType string `envconfig:"TACT_KV_CACHE_TYPE" flag:"kv-cache-type" default:"f16" desc:"KV cache type: f16, q8_0 or q4_0"`
 	GPULayers   int    `envconfig:"TACT_GPU_LAYERS" flag:"gpu-layers" desc:"layers to offload to a GPU backend (0: CPU only)"`
 	LibDir      string `envconfig:"TACT_LIB_DIR" desc:"directory of GPU backend libraries (default: lib/ollama beside the binary's directory)"`
@@ -525,6 +525,10 @@ func (s *Settings) fieldProblem(field string) (problem, value string) {
 		}
 	case "MinP":
 		return unit(s.MinP, 1)
+	case "FlashAttn":
+		if _, ok := FlashAttnMode(s.FlashAttn); !ok {
+			return "want auto, on or off", s.FlashAttn
+		}
 	case "KVCacheType":
 		switch strings.ToLower(s.KVCacheType) {
 		case "", "f16", "q8_0", "q4_0":
@@ -646,4 +650,19 @@ func (s *Settings) MCPConfigPath() (path string, explicit bool) {
 		return s.MCPConfig, true
 	}
 	return filepath.Join(ConfigDir(), "mcp.json"), false
+}
+
+// FlashAttnMode reads a --flash-attention value: "auto", "on" or "off"
+// (ok false for anything else). The boolean spellings an older tact took
+// (true, false, 1, 0, and "" for unset) still mean what they did.
+func FlashAttnMode(v string) (mode string, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "auto":
+		return "auto", true
+	case "on", "true", "1", "yes":
+		return "on", true
+	case "off", "false", "0", "no":
+		return "off", true
+	}
+	return "", false
 }

@@ -33,6 +33,18 @@ func TestLoadDefaultsAndOverrides(t *testing.T) {
 
 // Regression: list variables were split on commas, so a regexp like
 // [0-9]{4,} became two broken ones and "nothing here, 2026" two phrases.
+// The boolean spellings of an older --flash-attention keep their meaning.
+func TestFlashAttnMode(t *testing.T) {
+	for in, want := range map[string]string{"": "auto", "auto": "auto", "ON": "on", "true": "on", "1": "on", "off": "off", "false": "off", "0": "off"} {
+		if got, ok := FlashAttnMode(in); !ok || got != want {
+			t.Errorf("FlashAttnMode(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	if _, ok := FlashAttnMode("2"); ok {
+		t.Error(`FlashAttnMode("2") accepted`)
+	}
+}
+
 func TestListVariablesSplitOnNewlines(t *testing.T) {
 	t.Setenv("TACT_REDACT", "[0-9]{4,}\nsecret-[a-z]+\r\n")
 	t.Setenv("TACT_SUCCESS_PHRASES", "nothing here, 2026")
@@ -70,6 +82,7 @@ func TestBadVariables(t *testing.T) {
 		{"REACT_REPLAN_FAILURE_THRESHOLD", "0", "REACT_REPLAN_FAILURE_THRESHOLD=0 (--replan-threshold): must be at least 1"},
 		{"TACT_ENV", "GREETING", "TACT_ENV=GREETING (--env): want KEY=VALUE"},
 		{"TACT_KV_CACHE_TYPE", "q2_k", "TACT_KV_CACHE_TYPE=q2_k (--kv-cache-type): want f16, q8_0 or q4_0"},
+		{"TACT_FLASH_ATTENTION", "maybe", "TACT_FLASH_ATTENTION=maybe (--flash-attention): want auto, on or off"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {

@@ -51,7 +51,8 @@ func addModelFlags(f *pflag.FlagSet, s *config.Settings) {
 	f.IntVar(&s.Threads, "threads", s.Threads, "inference threads (0: chosen from the cores free at start, see -v; capped at the CPUs present)")
 	f.IntVar(&s.CtxSize, "ctx-size", s.CtxSize, "context window in tokens for every backend (0: the model's, at most 8192; unlimited for script and openai); refused if its KV cache cannot fit in memory")
 	f.IntVar(&s.BatchSize, "batch-size", s.BatchSize, "prompt batch size in tokens, 1 to 65536")
-	f.BoolVar(&s.FlashAttn, "flash-attention", s.FlashAttn, "use flash attention")
+	f.StringVar(&s.FlashAttn, "flash-attention", s.FlashAttn, "flash attention: auto (the provider's faster choice), on or off")
+	f.Lookup("flash-attention").NoOptDefVal = "on"
 	f.StringVar(&s.KVCacheType, "kv-cache-type", s.KVCacheType, "KV cache type: f16, q8_0, q4_0")
 	f.IntVar(&s.GPULayers, "gpu-layers", s.GPULayers, "layers to offload to a GPU backend (0: CPU only)")
 	f.BoolVar(&s.NoPromptCache, "no-prompt-cache", s.NoPromptCache, "llama backend: neither load nor save the system prompt's KV state in $XDG_CACHE_HOME/tact/kv")

@@ -25,6 +25,9 @@ type BareOptions struct {
 	Unified        bool // one KV buffer for every sequence
 	GPULayers      int
 	Verbose        bool
+	// FlashAttn as Options': "" or "auto" is what a Backend would use, so
+	// the bench's bare loop and tact's calls compute the same graph.
+	FlashAttn string
 }
 
 // Bare is a model and one context of the build's provider.
@@ -54,7 +57,8 @@ func OpenBare(o BareOptions) (*Bare, error) {
 		return nil, fmt.Errorf("model %s: %w", o.ModelPath, err)
 	}
 	seqs := max(o.Seqs, 1)
-	lc, err := m.newContext(ctxParams{cells: o.CtxSize, batch: o.BatchSize, seqs: seqs, threads: max(o.Threads, 1), kvType: "f16", unified: o.Unified})
+	lc, err := m.newContext(ctxParams{cells: o.CtxSize, batch: o.BatchSize, seqs: seqs, threads: max(o.Threads, 1), kvType: "f16", unified: o.Unified,
+		flashAttn: FlashAttnOn(o.FlashAttn)})
 	if err != nil {
 		m.free()
 		return nil, err

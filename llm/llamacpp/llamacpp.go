@@ -60,12 +60,14 @@ const (
 
 // Options configures a Backend. Zero values take the defaults.
 type Options struct {
-	ModelPath   string
-	Threads     int    // 0: chosen from the free cores (internal/threads)
-	CtxSize     int    // context window in tokens; 0: the model's own, at most MaxAutoCtxSize
-	BatchSize   int    // prompt tokens decoded per batch; 0: DefaultBatchSize
-	GPULayers   int    // layers offloaded to a GPU backend; 0: CPU only
-	FlashAttn   bool   // flash attention (required by quantized KV caches)
+	ModelPath string
+	Threads   int // 0: chosen from the free cores (internal/threads)
+	CtxSize   int // context window in tokens; 0: the model's own, at most MaxAutoCtxSize
+	BatchSize int // prompt tokens decoded per batch; 0: DefaultBatchSize
+	GPULayers int // layers offloaded to a GPU backend; 0: CPU only
+	// FlashAttn is "on", "off", or "auto"/"" for this provider's faster
+	// choice (FlashAttnDefault); quantized KV caches need it on.
+	FlashAttn   string
 	KVCacheType string // f16 (default), q8_0 or q4_0
 	Verbose     bool   // show llama.cpp's own logs on stderr
 	// RuntimeDir holds the llama.cpp runtime's libraries (the runtime
@@ -233,7 +235,7 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	// devices and the model's head size support it (and a quantized KV
 	// cache) and fails cleanly, where "enabled" can hit an assertion.
 	lc, err := model.newContext(ctxParams{cells: opts.CtxSize * opts.Parallel, batch: opts.BatchSize, seqs: opts.Parallel,
-		threads: opts.Threads, flashAttn: opts.FlashAttn, kvType: opts.KVCacheType})
+		threads: opts.Threads, flashAttn: opts.flashAttnOn(), kvType: opts.KVCacheType})
 	if err != nil {
 		model.free()
 		why := "not enough memory?"
@@ -286,6 +288,20 @@ func Load(ctx context.Context, opts Options) (*Backend, error) {
 	return b, nil
 }
 
+// flashAttnOn reports whether the context uses flash attention, once
+// withDefaults has resolved "auto".
+func (o Options) flashAttnOn() bool { return o.FlashAttn == "on" }
+
+// FlashAttnOn is whether flash attention value v ("auto", "on", "off",
+// "") means on for this provider (memory estimates need to know).
+func FlashAttnOn(v string) bool {
+	switch strings.ToLower(v) {
+	case "", "auto":
+		return FlashAttnDefault
+	}
+	return strings.EqualFold(v, "on")
+}
+
 func withDefaults(o Options) (Options, error) {
 	if o.ModelPath == "" {
 		return o, errors.New("no model file given")
@@ -306,11 +322,22 @@ func withDefaults(o Options) (Options, error) {
 	if o.CtxSize > 0 {
 		o.BatchSize = min(o.BatchSize, o.CtxSize)
 	}
+	switch strings.ToLower(o.FlashAttn) {
+	case "", "auto":
+		o.FlashAttn = "off"
+		if FlashAttnDefault {
+			o.FlashAttn = "on"
+		}
+	case "on", "off":
+		o.FlashAttn = strings.ToLower(o.FlashAttn)
+	default:
+		return o, fmt.Errorf("flash attention %q: want auto, on or off", o.FlashAttn)
+	}
 	o.KVCacheType = strings.ToLower(cmp.Or(o.KVCacheType, "f16"))
 	switch o.KVCacheType {
 	case "f16":
 	case "q8_0", "q4_0":
-		if !o.FlashAttn {
+		if !o.flashAttnOn() {
 			return o, fmt.Errorf("kv cache type %s needs flash attention (--flash-attention)", o.KVCacheType)
 		}
 	default:
@@ -357,10 +384,7 @@ func (b *Backend) Describe() string {
 	} else if o.GPULayers > 0 {
 		dev += " (no GPU backend loaded)"
 	}
-	fa := "off"
-	if o.FlashAttn {
-		fa = "on"
-	}
+	fa := o.FlashAttn
 	lock := "off"
 	if b.cpu != nil {
 		lock = fmt.Sprintf("%s (%d slots)", b.cpu.Dir(), b.cpu.Slots())

@@ -602,14 +602,15 @@ func TestOptions(t *testing.T) {
 		wantErr string
 	}{
 		{Options{}, "no model"},
-		{Options{ModelPath: p, KVCacheType: "q8_0"}, "needs flash attention"},
+		{Options{ModelPath: p, KVCacheType: "q8_0", FlashAttn: "off"}, "needs flash attention"},
+		{Options{ModelPath: p, FlashAttn: "sometimes"}, `flash attention "sometimes": want auto, on or off`},
 		{Options{ModelPath: p, KVCacheType: "f32"}, "want f16, q8_0 or q4_0"},
 		// The tiny model's head size (16) cannot hold q8_0 blocks: a clean
 		// error, not llama.cpp's assertion.
-		{Options{ModelPath: p, KVCacheType: "q8_0", FlashAttn: true, CtxSize: 256}, "head size divisible by 32"},
-		{Options{ModelPath: p, FlashAttn: true, CtxSize: 256}, ""},
-		{Options{ModelPath: small, KVCacheType: "q8_0", FlashAttn: true, CtxSize: 256}, ""},
-		{Options{ModelPath: small, KVCacheType: "Q4_0", FlashAttn: true, CtxSize: 256, Threads: 1, BatchSize: 1024}, ""},
+		{Options{ModelPath: p, KVCacheType: "q8_0", FlashAttn: "on", CtxSize: 256}, "head size divisible by 32"},
+		{Options{ModelPath: p, FlashAttn: "on", CtxSize: 256}, ""},
+		{Options{ModelPath: small, KVCacheType: "q8_0", FlashAttn: "on", CtxSize: 256}, ""},
+		{Options{ModelPath: small, KVCacheType: "Q4_0", FlashAttn: "on", CtxSize: 256, Threads: 1, BatchSize: 1024}, ""},
 	} {
 		b, err := New(withRuntime(t, tc.opts))
 		if tc.wantErr != "" {

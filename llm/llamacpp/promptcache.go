@@ -127,7 +127,7 @@ func newPromptCache(b *Backend) *promptCache {
 	pc := &promptCache{
 		store: promptcache.Store{Dir: o.PromptCacheDir, Max: o.PromptCacheMax},
 		key: promptcache.Key{Model: path, ModelSize: st.Size(), ModelMTime: st.ModTime().UnixNano(),
-			CtxSize: o.CtxSize, BatchSize: o.BatchSize, KVType: o.KVCacheType, FlashAttn: o.FlashAttn,
+			CtxSize: o.CtxSize, BatchSize: o.BatchSize, KVType: o.KVCacheType, FlashAttn: o.flashAttnOn(),
 			Build: buildID()},
 		saved: map[string]bool{},
 	}

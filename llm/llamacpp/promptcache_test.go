@@ -225,9 +225,9 @@ func TestPromptCacheMisses(t *testing.T) {
 		}},
 		{"context size", nil, func(o *Options) { o.CtxSize = 2048 }},
 		{"batch size", nil, func(o *Options) { o.BatchSize = 32 }},
-		{"flash attention", nil, func(o *Options) { o.FlashAttn = true }},
-		{"KV cache type", func(o *Options) { o.ModelPath, o.FlashAttn = small, true },
-			func(o *Options) { o.ModelPath, o.FlashAttn, o.KVCacheType = small, true, "q8_0" }},
+		{"flash attention", func(o *Options) { o.FlashAttn = "off" }, func(o *Options) { o.FlashAttn = "on" }},
+		{"KV cache type", func(o *Options) { o.ModelPath, o.FlashAttn = small, "on" },
+			func(o *Options) { o.ModelPath, o.FlashAttn, o.KVCacheType = small, "on", "q8_0" }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

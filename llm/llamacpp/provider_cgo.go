@@ -26,6 +26,12 @@ import (
 // without -tags cgollama.
 const ProviderName = "cgo"
 
+// FlashAttnDefault is what --flash-attention auto means here: off. The
+// vendored llama.cpp's CPU flash attention is slower than its plain
+// attention (the same ReAct run as provider_lib.go's: 1.7x the CPU time
+// with the cache cleared before each call); docs/inference.md.
+const FlashAttnDefault = false
+
 var prov provider = &cgoProvider{}
 
 type cgoProvider struct {

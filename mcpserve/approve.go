@@ -36,6 +36,10 @@ func canElicit(ss *sdk.ServerSession) bool {
 // be asked.
 var errNoElicitation = errors.New("the MCP client does not support elicitation, so nobody can approve it; add an allow rule to the policy file or start tact mcp serve with --yes")
 
+// errNoQuestion is ask_user's observation when the client cannot be
+// asked.
+var errNoQuestion = errors.New("the MCP client does not support elicitation, so nobody can answer the question; go on without it, or say in the answer what is missing")
+
 // elicitPrompter asks one session's client.
 type elicitPrompter struct{ ss *sdk.ServerSession }
 
@@ -125,7 +129,7 @@ func (runPrompter) Ask(ctx context.Context, summary string, options []string) (s
 func (runPrompter) AskChoice(ctx context.Context, question string, options []string) (string, error) {
 	ss, _ := ctx.Value(sessionKey{}).(*sdk.ServerSession)
 	if !canElicit(ss) {
-		return "", errNoElicitation
+		return "", errNoQuestion
 	}
 	return elicitPrompter{ss}.AskChoice(ctx, question, options)
 }
@@ -133,7 +137,7 @@ func (runPrompter) AskChoice(ctx context.Context, question string, options []str
 func (runPrompter) AskText(ctx context.Context, question string) (string, error) {
 	ss, _ := ctx.Value(sessionKey{}).(*sdk.ServerSession)
 	if !canElicit(ss) {
-		return "", errNoElicitation
+		return "", errNoQuestion
 	}
 	return elicitPrompter{ss}.AskText(ctx, question)
 }

@@ -366,3 +366,67 @@ func TestRunOutputSchema(t *testing.T) {
 		t.Errorf("structured content on the wire: %s", wire)
 	}
 }
+
+// FuzzRequestState: a request state from outside (a client's retry)
+// opens only when this server sealed it, never panics, and a sealed one
+// opens to its payload for its own kind only.
+func FuzzRequestState(f *testing.F) {
+	s := newSealer()
+	good := s.seal("run", "0123456789abcdef")
+	if p, err := s.open("run", good); err != nil || p != "0123456789abcdef" {
+		f.Fatalf("a sealed state: %q %v", p, err)
+	}
+	if _, err := s.open("call", good); err == nil {
+		f.Fatal("a run's state opened as a call's")
+	}
+	f.Add(good)
+	f.Add(good + "x")
+	f.Add("")
+	f.Add(".")
+	f.Add("cnVuOjE.")
+	f.Add(newSealer().seal("run", "0123456789abcdef"))
+	f.Fuzz(func(t *testing.T, state string) {
+		payload, err := s.open("run", state)
+		if err == nil && state != good {
+			// Only a state this sealer made opens: the fuzzer cannot
+			// forge an HMAC-SHA256.
+			if s.seal("run", payload) != state {
+				t.Fatalf("state %q opened to %q without being sealed", state, payload)
+			}
+		}
+	})
+}
+
+// FuzzAnswerOf: any content a client's elicitation result carries turns
+// into an answer input or an error, never a panic; an approval's is one
+// of approve, always or deny.
+func FuzzAnswerOf(f *testing.F) {
+	f.Add("accept", `{"answer":"yes"}`, true)
+	f.Add("accept", `{"answer":"the blue one"}`, false)
+	f.Add("decline", `{}`, false)
+	f.Add("accept", `{"answer":{"port":8080}}`, false)
+	f.Add("cancel", `{"answer":null}`, true)
+	f.Fuzz(func(t *testing.T, action, content string, approval bool) {
+		var m map[string]any
+		if json.Unmarshal([]byte(content), &m) != nil {
+			return
+		}
+		q := react.Question{Kind: react.KindQuestion, Question: "q?"}
+		if approval {
+			q.Kind = react.KindApproval
+		}
+		in, err := answerOf(q, &sdk.ElicitResult{Action: action, Content: m})
+		if err != nil {
+			return
+		}
+		n := 0
+		for _, b := range []bool{in.Approve, in.Always, in.Deny, in.HasText, in.Value != nil} {
+			if b {
+				n++
+			}
+		}
+		if n != 1 || approval != (in.Approve || in.Always || in.Deny) {
+			t.Fatalf("%s %s: %+v, want exactly one answer of the question's kind", action, content, in)
+		}
+	})
+}

@@ -116,7 +116,7 @@ test: $(DEPS_STAMP) build $(OLLAMA) runtime
 	@# Concurrent runs on one executor and one runtime (on the tiny model:
 	@# backends) and a suite's trials checked and run at once (testsuite, suiterun), under
 	@# the race detector (which needs cgo).
-	CGO_ENABLED=1 $(GO) test $(GOTAGS) -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./backends/ ./testsuite/ ./suiterun/
+	CGO_ENABLED=1 $(GO) test $(GOTAGS) -race -timeout $(TEST_TIMEOUT) -run 'Concurrent' ./react/ ./agent/ ./backends/ ./testsuite/ ./suiterun/ ./telemetry/
 
 test-short: $(DEPS_STAMP) runtime
 	$(GO) test $(GOTAGS) -short -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)

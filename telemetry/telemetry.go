@@ -246,7 +246,9 @@ func (t *Telemetry) shutdownOnce(ctx context.Context) {
 		wg.Go(func() { traceErr = flush(ctx, t.tp.ForceFlush, t.tp.Shutdown) })
 	}
 	if t.meters != nil {
-		wg.Go(func() { metricErr = flush(ctx, t.meters.mp.ForceFlush, t.meters.mp.Shutdown) })
+		// Shutdown collects and sends once more by itself: a ForceFlush
+		// before it would send the (cumulative) values twice.
+		wg.Go(func() { metricErr = flush(ctx, nil, t.meters.mp.Shutdown) })
 	}
 	wg.Wait()
 	t.errMu.Lock()
@@ -283,7 +285,10 @@ func (t *Telemetry) shutdownOnce(ctx context.Context) {
 // flush sends what a provider holds and stops it; a deadline is no
 // error of its own here (the caller says the bound was reached).
 func flush(ctx context.Context, force, shutdown func(context.Context) error) error {
-	err := force(ctx)
+	var err error
+	if force != nil {
+		err = force(ctx)
+	}
 	if serr := shutdown(ctx); err == nil && serr != nil && !errors.Is(serr, context.DeadlineExceeded) {
 		err = serr
 	}

@@ -48,10 +48,12 @@ func modern(ss *sdk.ServerSession) bool {
 }
 
 // asksByResult reports whether calls of ss ask their questions with
-// input-required results: a 2026-07-28 client, unless --no-input (which
-// asks nobody: a run pauses as without a terminal, tact answer goes on).
+// input-required results: a 2026-07-28 client that declared elicitation,
+// unless --no-input (which asks nobody: a run pauses as without a
+// terminal, tact answer goes on). A client without elicitation is never
+// sent an elicitation to fulfil: it is told at once, as on 2025-11-25.
 func (s *Server) asksByResult(ss *sdk.ServerSession) bool {
-	return modern(ss) && !s.rt.S.NoInput
+	return modern(ss) && !s.rt.S.NoInput && canElicit(ss)
 }
 
 func protocolAtLeast(ss *sdk.ServerSession, version string) bool {

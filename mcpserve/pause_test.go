@@ -18,6 +18,17 @@ import (
 	"github.com/tactcli/tact/react"
 )
 
+// byHand is a client that handles the rounds itself: it declares
+// elicitation (a handler the SDK never calls, the retries being the
+// test's) with the multi round-trip middleware off.
+func byHand(t *testing.T) *sdk.ClientOptions {
+	return &sdk.ClientOptions{MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			t.Error("the SDK fulfilled an input request itself")
+			return &sdk.ElicitResult{Action: "cancel"}, nil
+		}}
+}
+
 // modernVersion is the protocol of multi round-trip requests.
 const modernVersion = "2026-07-28"
 
@@ -156,7 +167,7 @@ func TestModernClientAnswersByRetrying(t *testing.T) {
 // run; answering it again is refused.
 func TestInputRequiredResultByHand(t *testing.T) {
 	f := pauseFixture(t, func(s *config.Settings) { s.Yes = true }, askScript(t)...)
-	cs := f.connectAt(&sdk.ClientOptions{MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true}}, modernVersion)
+	cs := f.connectAt(byHand(t), modernVersion)
 	ctx := context.Background()
 	first := &sdk.CallToolParams{Name: "tact_run", Arguments: map[string]any{"query": "which config is live?"}}
 	res, err := cs.CallTool(ctx, first)
@@ -271,7 +282,7 @@ func TestModernSessionsDoNotWait(t *testing.T) {
 	hs := httptest.NewServer(f.srv.Handler(HTTPOptions{}))
 	defer hs.Close()
 	open := func() *sdk.ClientSession {
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, &sdk.ClientOptions{MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true}}).
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, byHand(t)).
 			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -429,4 +440,24 @@ func FuzzAnswerOf(f *testing.F) {
 			t.Fatalf("%s %s: %+v, want exactly one answer of the question's kind", action, content, in)
 		}
 	})
+}
+
+// TestModernClientWithoutElicitation: a 2026-07-28 client that declared
+// no elicitation is never sent an input request it cannot fulfil: a write
+// only a person may approve is denied at once as unattended (as on
+// 2025-11-25), and a run's ask_user gets "nobody can answer" as its
+// observation.
+func TestModernClientWithoutElicitation(t *testing.T) {
+	f := pauseFixture(t, nil,
+		action(t, `{"thought":"ask the user which one","tool":"ask_user","args":{"question":"Which one?"}}`),
+		action(t, `{"thought":"nobody could answer, say so","tool":"final_answer","args":{"answer":"unanswered"}}`, "nobody can answer the question"))
+	cs := f.connectAt(nil, modernVersion)
+	text, isErr := call(t, cs, "write_file", map[string]any{"path": "x.txt", "content": "no"})
+	if !isErr || !strings.Contains(text, "when running unattended") {
+		t.Errorf("write_file: %q isError %v, want the denial", text, isErr)
+	}
+	text, isErr = call(t, cs, "tact_run", map[string]any{"query": "which one?"})
+	if isErr || text != "unanswered" {
+		t.Errorf("tact_run: %q isError %v", text, isErr)
+	}
 }

@@ -132,11 +132,16 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 		return st
 	}
 	var st *session
-	if modern(ss) {
+	switch {
+	case s.asksByResult(ss):
 		// 2026-07-28: nobody is asked while a call waits; what a person
 		// decides pauses, and the call's result asks (pause.go).
 		st = &session{gate: s.rt.NewPausingGate()}
-	} else {
+	case modern(ss):
+		// A 2026-07-28 client that cannot be asked: as on 2025-11-25
+		// without elicitation (denied, or paused with --on-approval pause).
+		st = &session{gate: s.rt.NewGate(nil)}
+	default:
 		var prompter policy.Prompter
 		if canElicit(ss) && !s.rt.S.NoInput {
 			prompter = elicitPrompter{ss}

@@ -357,6 +357,7 @@ func (b *Backend) params(req llm.Request) openai.ChatCompletionNewParams {
 
 // attempt makes one request and reads its reply.
 func (b *Backend) attempt(ctx context.Context, req llm.Request, params openai.ChatCompletionNewParams) (llm.Response, error) {
+	start := time.Now()
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if b.o.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, b.o.Timeout)
@@ -390,6 +391,7 @@ func (b *Backend) attempt(ctx context.Context, req llm.Request, params openai.Ch
 
 	var text strings.Builder
 	var usage *openai.CompletionUsage
+	var firstToken time.Duration // the first content chunk's, from the request
 	chunks, finish := 0, ""
 	for stream.Next() {
 		ch := stream.Current()
@@ -403,6 +405,9 @@ func (b *Backend) attempt(ctx context.Context, req llm.Request, params openai.Ch
 				continue
 			}
 			if piece := c.Delta.Content; piece != "" {
+				if firstToken == 0 {
+					firstToken = time.Since(start)
+				}
 				text.WriteString(piece)
 				if req.OnToken != nil {
 					req.OnToken(piece)
@@ -448,6 +453,7 @@ func (b *Backend) attempt(ctx context.Context, req llm.Request, params openai.Ch
 		c, _ := b.CountText(resp.Text)
 		resp.Usage = llm.Usage{PromptTokens: p, CompletionTokens: c}
 	}
+	resp.Usage.FirstTokenMS = float64(firstToken.Microseconds()) / 1000 // 0: not streamed
 	return resp, nil
 }
 

@@ -317,8 +317,12 @@ func TestStreamedReply(t *testing.T) {
 	if resp.Text != `{"tool": "read_file"}` || strings.Join(pieces, "|") != `{"tool":| "read_file"}` {
 		t.Errorf("text %q, pieces %q", resp.Text, pieces)
 	}
-	// The final chunk's usage: 120 prompt tokens of which 100 cached.
-	if want := (llm.Usage{PromptTokens: 20, CachedTokens: 100, CompletionTokens: 9}); resp.Usage != want {
+	// The final chunk's usage: 120 prompt tokens of which 100 cached; the
+	// first content chunk's time (time to first token) more than nothing.
+	if resp.Usage.FirstTokenMS <= 0 {
+		t.Errorf("time to first token %v ms", resp.Usage.FirstTokenMS)
+	}
+	if want := (llm.Usage{PromptTokens: 20, CachedTokens: 100, CompletionTokens: 9, FirstTokenMS: resp.Usage.FirstTokenMS}); resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
 	}
 }
@@ -345,6 +349,7 @@ func TestUsage(t *testing.T) {
 			})
 			b, _ := newBackend(t, srv.URL, nil)
 			resp, err := b.Complete(t.Context(), testRequest())
+			tc.want.FirstTokenMS = resp.Usage.FirstTokenMS // streamed: TestStreamedReply
 			if err != nil || resp.Usage != tc.want {
 				t.Errorf("usage = %+v, %v; want %+v", resp.Usage, err, tc.want)
 			}
@@ -392,6 +397,7 @@ func TestNonStreamedReply(t *testing.T) {
 	if err != nil || resp.Text != `{"tool":"x"}` || got != resp.Text {
 		t.Fatalf("Complete = %q (pieces %q), %v", resp.Text, got, err)
 	}
+	// Not streamed: no time to first token.
 	if want := (llm.Usage{PromptTokens: 32, CachedTokens: 8, CompletionTokens: 6}); resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
 	}

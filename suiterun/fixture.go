@@ -1,28 +1,51 @@
 package suiterun
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+)
+
+// The caps on a fixture copied into every trial's workspace: a fixture
+// that names a home directory or / by mistake is one clear error, not a
+// disk filled with copies.
+const (
+	maxFixtureBytes   = 256 << 20
+	maxFixtureEntries = 100_000
 )
 
 // copyTree copies the directory src into dst (which must exist): regular
-// files with their mode bits, directories and symbolic links as they are.
-// Anything else (a FIFO, a device) is an error naming it: a fixture holds
-// files.
+// files with their mode bits, directories, and symbolic links that stay
+// inside the fixture, as they are. Anything else is an error naming it: a
+// FIFO or a device (a fixture holds files), a link that leads out of the
+// fixture (absolute, or up past its top: a trial's workspace would reach
+// /etc or the home directory through it), a fixture over the caps.
 func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	// src may itself be a link to the fixture's directory (a suite that
+	// shares one): copy what it leads to.
+	root, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	var bytes int64
+	entries := 0
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, path)
+		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
 		}
 		if rel == "." {
 			return nil
+		}
+		if entries++; entries > maxFixtureEntries {
+			return fmt.Errorf("more than %d files and directories: over the cap of a fixture", maxFixtureEntries)
 		}
 		to := filepath.Join(dst, rel)
 		info, err := d.Info()
@@ -37,13 +60,31 @@ func copyTree(src, dst string) error {
 			if err != nil {
 				return err
 			}
+			if escapes(rel, target) {
+				return fmt.Errorf("%s: a link to %s, out of the fixture: a fixture's links stay inside it", filepath.Join(src, rel), target)
+			}
 			return os.Symlink(target, to)
 		case mode.IsRegular():
+			if bytes += info.Size(); bytes > maxFixtureBytes {
+				return fmt.Errorf("more than %d MiB of files: over the cap of a fixture", maxFixtureBytes>>20)
+			}
 			return copyFile(path, to, mode.Perm())
 		default:
-			return fmt.Errorf("%s: not a regular file, directory or link (%s)", path, mode.Type())
+			return fmt.Errorf("%s: not a regular file, directory or link (%s)", filepath.Join(src, rel), mode.Type())
 		}
 	})
+}
+
+// escapes says whether a link at rel (relative to the fixture's top)
+// with this target leads out of the fixture. A link to a link inside it
+// is judged on its own text; each link's text must stay inside, so a chain
+// of them does too.
+func escapes(rel, target string) bool {
+	if filepath.IsAbs(target) {
+		return true
+	}
+	to := filepath.Join(filepath.Dir(rel), target)
+	return to == ".." || strings.HasPrefix(to, ".."+string(filepath.Separator))
 }
 
 func copyFile(from, to string, perm fs.FileMode) error {
@@ -56,11 +97,20 @@ func copyFile(from, to string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	// At most the cap: a file that grows while it is copied does not
+	// get past it.
+	if n, err := io.Copy(out, io.LimitReader(in, maxFixtureBytes+1)); err != nil || n > maxFixtureBytes {
 		out.Close()
-		return err
+		return errors.Join(err, errIf(n > maxFixtureBytes, "%s: over the %d MiB cap of a fixture", from, maxFixtureBytes>>20))
 	}
 	return out.Close()
+}
+
+func errIf(cond bool, format string, args ...any) error {
+	if !cond {
+		return nil
+	}
+	return fmt.Errorf(format, args...)
 }
 
 // freshWorkspace is a new temporary directory holding a copy of fixture

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tactcli/tact/history"
@@ -69,9 +70,31 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		Fixture:  filepath.Join(o.Suite, "fixtures", o.Name),
 		Cassette: filepath.Join(o.Suite, "cassettes", o.Name+".jsonl"),
 	}
+	// Two records into one suite at once: the lock makes the second see the
+	// first's case (a duplicate name is refused, not written twice) and
+	// keeps their case lines whole.
+	if err := os.MkdirAll(o.Suite, 0o755); err != nil {
+		return nil, fmt.Errorf("--suite %s: %w", o.Suite, err)
+	}
+	unlock, err := lockSuite(o.Suite)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := checkNew(out, o); err != nil {
 		return nil, err
 	}
+	// What a failed record wrote goes again, so the name can be used.
+	done := false
+	defer func() {
+		if !done {
+			for _, p := range []string{out.Fixture, out.Cassette, out.Plan} {
+				if p != "" {
+					_ = os.RemoveAll(p)
+				}
+			}
+		}
+	}()
 	if !rec.Ended {
 		return nil, fmt.Errorf("run %s never ended (%s): record a run that finished", rec.ID, rec.Reason)
 	}
@@ -179,7 +202,31 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	if err := enc.Encode(line); err != nil {
 		return nil, err
 	}
-	return out, appendLine(out.CaseFile, b.Bytes())
+	if err := appendLine(out.CaseFile, b.Bytes()); err != nil {
+		return nil, err
+	}
+	done = true
+	return out, nil
+}
+
+// lockSuite takes the suite's lock file (SUITE/.tact-record.lock, not a
+// case file: it does not end in .jsonl), waiting for another record.
+func lockSuite(suite string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(suite, ".tact-record.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--suite %s: %w", suite, err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--suite %s: lock: %w", suite, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // checkNew refuses a name the suite has already.
@@ -193,7 +240,7 @@ func checkNew(out *Recorded, o RecordOptions) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	for _, p := range []string{out.Fixture, out.Cassette} {
+	for _, p := range []string{out.Fixture, out.Cassette, filepath.Join(o.Suite, "plans", o.Name+".jsonl")} {
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%s exists already: choose another --name or remove it", p)
 		}
@@ -460,11 +507,19 @@ func writeFileNew(path string, fill func(*bytes.Buffer) error) error {
 	return atomicfile.Write(path, b.Bytes())
 }
 
-// appendLine appends line to the case file, made when missing.
+// appendLine appends line to the case file, made when missing. A file
+// whose last line has no newline (edited by hand) gets one first, so the
+// new case is a line of its own, not glued to the last one.
 func appendLine(path string, line []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
+	}
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			line = append([]byte{'\n'}, line...)
+		}
 	}
 	if _, err := f.Write(line); err != nil {
 		f.Close()

@@ -159,7 +159,7 @@ type group struct {
 }
 
 func (g *group) run(ctx context.Context, opts Options, add func(testsuite.TrialResult)) error {
-	ro := agent.Options{Mode: "test", History: true}
+	ro := agent.Options{Mode: trialCommand, History: true}
 	if !opts.Live {
 		ro.Backend = Replay{}
 	}

@@ -2,6 +2,7 @@ package suiterun
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,6 +175,51 @@ func TestRecordReplay(t *testing.T) {
 	// The replay costs what the recording did.
 	if res[0].Usage.Prompt != int64(rec.Usage.Prompt) || res[0].Usage.Completion != int64(rec.Usage.Completion) {
 		t.Errorf("replay usage %+v, recorded %+v", res[0].Usage, rec.Usage)
+	}
+
+	// The replay's trial is the newest run in the history, but "last"
+	// skips trials: it is still the run recorded above.
+	if b, newest, err := runrecord.OpenRun(ctx, history.DefaultPath, history.LastRun); err != nil || newest.Command != trialCommand {
+		t.Fatalf("the newest run: %+v %v, want a trial", newest, err)
+	} else {
+		b.Close()
+	}
+	b, last, err := OpenRun(ctx, history.DefaultPath, history.LastRun)
+	if err != nil || last.ID != rec.ID {
+		t.Fatalf("last = %s (%s), %v; want the recorded run %s", last.ID, last.Command, err, rec.ID)
+	}
+	b.Close()
+
+	// Records at once into one suite: one of a name wins, the others are
+	// refused; each of several names gets its whole line.
+	par := filepath.Join(t.TempDir(), "par")
+	writeFiles(t, par, map[string]string{"cases.jsonl": `{"name":"hand","query":"q"}`}) // no newline at its end
+	errs := make(chan error, 12)
+	for i := range 12 {
+		name := "same"
+		if i >= 4 {
+			name = fmt.Sprintf("n%d", i)
+		}
+		go func() {
+			_, err := Record(ctx, book, rec, RecordOptions{Suite: par, Name: name})
+			errs <- err
+		}()
+	}
+	failed := 0
+	for range 12 {
+		if err := <-errs; err != nil {
+			if !strings.Contains(err.Error(), `case "same" exists already`) {
+				t.Errorf("record: %v", err)
+			}
+			failed++
+		}
+	}
+	if failed != 3 {
+		t.Errorf("%d records failed, want the 3 extra ones of the name same", failed)
+	}
+	got := loadSuite(t, par)
+	if len(got.Cases) != 10 {
+		t.Fatalf("%d cases after the records, want 10 (hand, same, n4..n11)", len(got.Cases))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/history"
 	"github.com/tactcli/tact/redact"
-	"github.com/tactcli/tact/runrecord"
 	"github.com/tactcli/tact/suiterun"
 )
 
@@ -31,7 +30,8 @@ func newTestRecordCmd(f *factory, runF func(context.Context, *testRecordOptions)
 	cmd := &cobra.Command{
 		Use:   "record RUN --suite DIR --name NAME",
 		Short: "Make a test case of a recorded run",
-		Long: "Turn RUN (an id, a unique id prefix, or \"last\", as tact log show takes it) into case\n" +
+		Long: "Turn RUN (an id, a unique id prefix, or \"last\": the newest run that is not a trial of\n" +
+			"tact test run) into case\n" +
 			"NAME of the suite DIR: its query (or its saved plan) and flags go into DIR/cases.jsonl,\n" +
 			"the files its tools read (as they are now, within a size cap) into DIR/fixtures/NAME,\n" +
 			"the model's replies into the cassette DIR/cassettes/NAME.jsonl, with assertions on\n" +
@@ -63,7 +63,7 @@ func testRecord(ctx context.Context, o *testRecordOptions) error {
 	if err != nil {
 		return badInputf("--redact: %v", err)
 	}
-	book, rec, err := runrecord.OpenRun(ctx, o.DBPath, o.Run)
+	book, rec, err := suiterun.OpenRun(ctx, o.DBPath, o.Run)
 	if err != nil {
 		return err
 	}

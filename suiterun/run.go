@@ -83,6 +83,12 @@ func Run(ctx context.Context, suite *testsuite.Suite, opts Options) ([]testsuite
 		}
 	}
 	for _, g := range groups {
+		if ctx.Err() != nil {
+			for _, it := range g.items {
+				add(testsuite.TrialResult{Case: it.c.Name, Trial: it.trial, ExitCode: react.ReasonCancelled.ExitCode(), Error: errInterrupted})
+			}
+			continue
+		}
 		if err := g.run(ctx, opts, add); err != nil {
 			if len(groups) == 1 {
 				return nil, err
@@ -180,9 +186,11 @@ func (g *group) run(ctx context.Context, opts Options, add func(testsuite.TrialR
 			}
 		}()
 	}
+	sent := 0
 	for _, it := range g.items {
 		select {
 		case work <- it:
+			sent++
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
@@ -191,8 +199,17 @@ func (g *group) run(ctx context.Context, opts Options, add func(testsuite.TrialR
 	}
 	close(work)
 	wg.Wait()
+	// The trials an interrupt kept from running say so in the report.
+	for _, it := range g.items[sent:] {
+		add(testsuite.TrialResult{Case: it.c.Name, Trial: it.trial, ExitCode: react.ReasonCancelled.ExitCode(), Error: errInterrupted})
+	}
 	return nil
 }
+
+// errInterrupted is a trial's error when the suite was stopped (Ctrl-C)
+// before it ran or while it ran: a run cut short is not judged, so an
+// interrupted trial never counts as passed.
+const errInterrupted = "interrupted: the suite was stopped before this trial ended"
 
 // trial runs one trial of a case in a fresh copy of its fixture, removed
 // after its checks.
@@ -228,6 +245,10 @@ func trial(ctx context.Context, rt *agent.Runtime, base *config.Settings, it ite
 	if err != nil {
 		r.ExitCode, r.Error = agent.ExitCode(err), fmt.Sprintf("case %q: the run could not run: %v", c.Name, err)
 		r.Reason = string(agent.TerminationOf(err).Reason)
+		return r
+	}
+	if ctx.Err() != nil {
+		r.RunID, r.Reason, r.ExitCode, r.Error = res.RunID, string(res.TerminationReason), react.ReasonCancelled.ExitCode(), errInterrupted
 		return r
 	}
 	r.RunID, r.Reason, r.ExitCode = res.RunID, string(res.TerminationReason), res.ExitCode()

@@ -70,6 +70,9 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		Fixture:  filepath.Join(o.Suite, "fixtures", o.Name),
 		Cassette: filepath.Join(o.Suite, "cassettes", o.Name+".jsonl"),
 	}
+	if !rec.Ended {
+		return nil, fmt.Errorf("run %s never ended (%s): record a run that finished", rec.ID, rec.Reason)
+	}
 	// Two records into one suite at once: the lock makes the second see the
 	// first's case (a duplicate name is refused, not written twice) and
 	// keeps their case lines whole.
@@ -93,11 +96,11 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 					_ = os.RemoveAll(p)
 				}
 			}
+			for _, d := range []string{"fixtures", "cassettes", "plans"} {
+				_ = os.Remove(filepath.Join(o.Suite, d)) // only when empty: made for this case
+			}
 		}
 	}()
-	if !rec.Ended {
-		return nil, fmt.Errorf("run %s never ended (%s): record a run that finished", rec.ID, rec.Reason)
-	}
 	res, err := book.Result(ctx, rec)
 	if err != nil {
 		return nil, err

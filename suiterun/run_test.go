@@ -162,6 +162,15 @@ func TestRecordReplay(t *testing.T) {
 	if _, err := Record(ctx, book, rec, RecordOptions{Suite: suite, Name: "Bad Name"}); err == nil {
 		t.Fatal("a bad name was taken")
 	}
+	// A run that never ended is refused before anything is written.
+	unended := rec
+	unended.Ended = false
+	if _, err := Record(ctx, book, unended, RecordOptions{Suite: filepath.Join(suite, "new"), Name: "x"}); err == nil || !strings.Contains(err.Error(), "never ended") {
+		t.Fatalf("an unended run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(suite, "new")); err == nil {
+		t.Fatal("a refused record made its suite")
+	}
 
 	replay := *s
 	replay.Script = ""

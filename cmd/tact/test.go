@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -111,7 +112,8 @@ func testRun(ctx context.Context, o *testRunOptions) error {
 	}
 	if o.JUnit != "" {
 		if err := checkOutputFile(o.JUnit); err != nil {
-			return err
+			// The check names -o, tact run's flag: name this one.
+			return badInputf("--junit %s", strings.TrimPrefix(err.Error(), "-o "))
 		}
 	}
 	suite, err := testsuite.Load(o.Suite)

@@ -10,6 +10,7 @@ import (
 	"github.com/tactcli/tact/policy"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/runrecord"
+	"github.com/tactcli/tact/tools"
 )
 
 // TextAsker is a Prompter that can also read a free-text answer (the
@@ -55,6 +56,9 @@ func askerOf(p policy.Prompter) react.Asker {
 // once the answering run is recorded; a caller that does not run the job
 // releases it.
 func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord.AnswerInput, given func(flag string) bool) (job Job, err error) {
+	if !s.History {
+		return Job{}, errNoHistoryAnswer
+	}
 	b, rec, err := runrecord.OpenRunIn(ctx, history.DefaultPath, ref, s.Workspace, "answer")
 	if err != nil {
 		return Job{}, err
@@ -119,4 +123,31 @@ func PendingQuestion(ctx context.Context, ref string) (react.Question, error) {
 		return react.Question{}, perr
 	}
 	return p.Question, nil
+}
+
+// errNoHistoryAnswer refuses an answer whose run would not be recorded:
+// the answering run's record is what tells a second answer "answered
+// already".
+var errNoHistoryAnswer = badInputf("the run history is off (TACT_HISTORY=false, --no-history) and an answer needs it: the answering run's record is what refuses a second answer")
+
+// noHistoryAsker answers ask_user in a run that keeps no history: with no
+// checkpoint to wait at, it cannot pause (exit 12 would name a run
+// nobody can answer), so the model is told nobody can answer.
+func noHistoryAsker(context.Context, string, []string) (string, error) {
+	return "", errors.New("nobody can answer it: this run keeps no run history (--no-history), so it cannot pause for an answer")
+}
+
+// noPauseGate is a run's gate where the run keeps no history: an approval
+// the gate would pause for (--on-approval pause) is denied as unattended
+// instead, saying why.
+type noPauseGate struct{ tools.Gate }
+
+func (g noPauseGate) Check(ctx context.Context, env *tools.Env, calls []tools.Call) []tools.Verdict {
+	vs := g.Gate.Check(ctx, env, calls)
+	for i, v := range vs {
+		if v.Decision == tools.DecisionNeedsInput {
+			vs[i] = tools.Verdict{Decision: policy.DecisionDeny, Reason: policy.ReasonUnattended + " (--on-approval pause needs the run history to pause at: this run keeps none)"}
+		}
+	}
+	return vs
 }

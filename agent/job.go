@@ -155,6 +155,9 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		// finds this run once the lock is free.
 		defer rt.releaseAnswer(job.Resume.Release)
 	}
+	if job.Resume != nil && job.Resume.Answer != nil && rt.hist == nil {
+		return nil, errNoHistoryAnswer
+	}
 	l := rt.newLife(job)
 	l.ctx = ctx
 	if job.Workspace != "" {
@@ -346,6 +349,15 @@ func (rt *Runtime) executor(l *life, plan *planner.Plan, spent llm.Usage) *react
 	}
 	if !l.pause {
 		ex.Asker = rt.asker
+	}
+	if l.rec == nil {
+		// No history, no checkpoint to pause at: nobody could answer.
+		if ex.Asker == nil {
+			ex.Asker = noHistoryAsker
+		}
+		if ex.Gate != nil {
+			ex.Gate = noPauseGate{ex.Gate}
+		}
 	}
 	if l.rec != nil {
 		ex.OnCheckpoint = func(_ string, cp react.Checkpoint) { l.rec.Checkpoint(cp) }

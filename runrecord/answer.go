@@ -112,21 +112,28 @@ func MakeAnswer(q react.Question, in AnswerInput) (react.Answer, error) {
 	if strings.TrimSpace(text) == "" {
 		return react.Answer{}, inputErrorf("the answer is empty")
 	}
-	if len(q.Options) > 0 && in.Value == nil {
+	isValue := in.Value != nil
+	if len(q.Options) > 0 {
+		// An option is the answer, given as TEXT or as --value's JSON
+		// string: a value cannot slip past the options.
+		pick := text
+		if isValue && json.Unmarshal(in.Value, &pick) != nil {
+			return react.Answer{}, inputErrorf("--value: this question takes one of its options, as a JSON string: %s", optionList(q.Options))
+		}
 		found := false
 		for _, o := range q.Options {
-			if strings.EqualFold(strings.TrimSpace(text), o) {
-				text, found = o, true
+			if strings.EqualFold(strings.TrimSpace(pick), o) {
+				text, found, isValue = o, true, false
 				break
 			}
 		}
 		if !found {
-			return react.Answer{}, inputErrorf("the answer must be one of: %s", strings.Join(q.Options, ", "))
+			return react.Answer{}, inputErrorf("the answer must be one of: %s", optionList(q.Options))
 		}
 	}
 	if len(q.Schema) > 0 {
 		value := []byte(text)
-		if in.Value == nil && !json.Valid(value) {
+		if !isValue && !json.Valid(value) {
 			// Free text stands for a JSON string.
 			value, _ = json.Marshal(text)
 		}
@@ -137,6 +144,19 @@ func MakeAnswer(q react.Question, in AnswerInput) (react.Answer, error) {
 		text = string(checked)
 	}
 	return react.Answer{Text: text}, nil
+}
+
+// maxListed bounds the options an error line names: a question may have
+// thousands, and the line is to be read.
+const maxListed = 20
+
+// optionList is options for one line: the first maxListed, then how many
+// more (tact log show RUN has them all).
+func optionList(options []string) string {
+	if len(options) <= maxListed {
+		return strings.Join(options, ", ")
+	}
+	return fmt.Sprintf("%s, and %d more (tact log show RUN lists them)", strings.Join(options[:maxListed], ", "), len(options)-maxListed)
 }
 
 // PauseDoc is the one JSON object a paused run prints on stdout: what it
@@ -164,7 +184,9 @@ func Pause(res *react.Result) PauseDoc {
 	case q.Kind == react.KindApproval && q.SecretArgs:
 		d.Answer = fmt.Sprintf("tact answer %s --deny", res.RunID)
 	case q.Kind == react.KindApproval:
-		d.Answer = fmt.Sprintf("tact answer %s --approve|--always|--deny", res.RunID)
+		// A command a shell runs as it is: "--approve|--always|--deny"
+		// pasted would pipe, approving the call.
+		d.Answer = fmt.Sprintf("tact answer %s --approve  # or --always, --deny", res.RunID)
 	case len(q.Schema) > 0:
 		d.Answer = fmt.Sprintf("tact answer %s --value JSON", res.RunID)
 	default:

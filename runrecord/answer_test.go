@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tactcli/tact/history"
@@ -39,6 +41,12 @@ func TestMakeAnswer(t *testing.T) {
 		{"bad JSON value", react.Question{Kind: react.KindQuestion, Schema: port}, AnswerInput{Value: json.RawMessage(`{`)}, react.Answer{}, true},
 		{"text as a string", react.Question{Kind: react.KindQuestion, Schema: str}, AnswerInput{Text: "blue", HasText: true}, react.Answer{Text: `"blue"`}, false},
 		{"text too short", react.Question{Kind: react.KindQuestion, Schema: str}, AnswerInput{Text: "ab", HasText: true}, react.Answer{}, true},
+		// --value cannot slip past the options: it is one of them, as a
+		// JSON string.
+		{"value an option", q("a", "b"), AnswerInput{Value: json.RawMessage(`"B"`)}, react.Answer{Text: "b"}, false},
+		{"value not an option", q("a", "b"), AnswerInput{Value: json.RawMessage(`"zzz"`)}, react.Answer{}, true},
+		{"value not a string", q("a", "b"), AnswerInput{Value: json.RawMessage(`{"a":1}`)}, react.Answer{}, true},
+		{"option and schema", react.Question{Kind: react.KindQuestion, Options: []string{"ab", "abcd"}, Schema: str}, AnswerInput{Value: json.RawMessage(`"abcd"`)}, react.Answer{Text: `"abcd"`}, false},
 		{"approve", appr, AnswerInput{Approve: true}, react.Answer{Approve: true}, false},
 		{"always", appr, AnswerInput{Always: true}, react.Answer{Approve: true, Always: true}, false},
 		{"deny", appr, AnswerInput{Deny: true}, react.Answer{Deny: "denied by user: tact answer --deny"}, false},
@@ -129,5 +137,48 @@ func TestPaused(t *testing.T) {
 			t.Errorf("%s: Paused says %v, want waiting %v", id, err, waits)
 		}
 		book.Close()
+	}
+}
+
+// An error line names at most maxListed options: a question may have
+// thousands.
+func TestMakeAnswerManyOptions(t *testing.T) {
+	opts := make([]string, 5000)
+	for i := range opts {
+		opts[i] = fmt.Sprintf("option-%d", i)
+	}
+	_, err := MakeAnswer(react.Question{Kind: react.KindQuestion, Question: "q?", Options: opts}, AnswerInput{Text: "nope", HasText: true})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	if len(msg) > 600 || !strings.Contains(msg, "option-19, and 4980 more") || strings.Contains(msg, "option-20,") {
+		t.Fatalf("error line not bounded: %d bytes: %.200s", len(msg), msg)
+	}
+	if _, err := MakeAnswer(react.Question{Kind: react.KindQuestion, Question: "q?", Options: opts}, AnswerInput{Text: "option-4999", HasText: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answer_with is a command a shell runs as it is: an approval's offers
+// --approve, the others in a comment (a "|" between them would pipe,
+// approving the call).
+func TestPauseAnswerWith(t *testing.T) {
+	q := func(q react.Question) *react.Result { return &react.Result{RunID: "0123abcd", Question: &q} }
+	cases := []struct {
+		res  *react.Result
+		want string
+	}{
+		{q(react.Question{Kind: react.KindQuestion, Question: "q?"}), "tact answer 0123abcd TEXT"},
+		{q(react.Question{Kind: react.KindQuestion, Question: "q?", Schema: json.RawMessage(`{"type":"string"}`)}), "tact answer 0123abcd --value JSON"},
+		{q(react.Question{Kind: react.KindApproval, Question: "run?"}), "tact answer 0123abcd --approve"},
+		{q(react.Question{Kind: react.KindApproval, Question: "run?", SecretArgs: true}), "tact answer 0123abcd --deny"},
+	}
+	for _, c := range cases {
+		got := Pause(c.res).Answer
+		cmd, _, _ := strings.Cut(got, "#")
+		if strings.Join(strings.Fields(cmd), " ") != c.want || strings.ContainsAny(cmd, "|;&<>()$`") {
+			t.Errorf("answer_with %q: want the command %q", got, c.want)
+		}
 	}
 }

@@ -35,11 +35,16 @@ type RecordOptions struct {
 	// Redact, when set, redacts the fixture's files: what tact writes
 	// holds no secret.
 	Redact func(string) string
+	// Schema is the run's --schema (compacted, checked to compile), which
+	// the history does not keep: it goes to SUITE/schemas/NAME.json and
+	// the case's flags.schema.
+	Schema json.RawMessage
 }
 
 // Recorded is what Record wrote.
 type Recorded struct {
 	CaseFile, Fixture, Cassette, Plan string
+	Schema                            string   // the answer schema's file ("": none)
 	Files                             []string // the fixture's files, relative to it
 	// Notes are lines for the user: files left out of the fixture and
 	// why, things a replay will not have.
@@ -70,6 +75,9 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		Fixture:  filepath.Join(o.Suite, "fixtures", o.Name),
 		Cassette: filepath.Join(o.Suite, "cassettes", o.Name+".jsonl"),
 	}
+	if len(o.Schema) > 0 {
+		out.Schema = filepath.Join(o.Suite, "schemas", o.Name+".json")
+	}
 	if !rec.Ended {
 		return nil, fmt.Errorf("run %s never ended (%s): record a run that finished", rec.ID, rec.Reason)
 	}
@@ -91,12 +99,12 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	done := false
 	defer func() {
 		if !done {
-			for _, p := range []string{out.Fixture, out.Cassette, out.Plan} {
+			for _, p := range []string{out.Fixture, out.Cassette, out.Plan, out.Schema} {
 				if p != "" {
 					_ = os.RemoveAll(p)
 				}
 			}
-			for _, d := range []string{"fixtures", "cassettes", "plans"} {
+			for _, d := range []string{"fixtures", "cassettes", "plans", "schemas"} {
 				_ = os.Remove(filepath.Join(o.Suite, d)) // only when empty: made for this case
 			}
 		}
@@ -171,6 +179,14 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		}
 		line.Flags["no_ask"] = true
 	}
+	if out.Schema != "" {
+		if line.Flags == nil {
+			line.Flags = map[string]any{}
+		}
+		line.Flags["schema"] = "schemas/" + o.Name + ".json"
+	} else if jsonAnswer(res) {
+		out.Notes = append(out.Notes, "the run's final answer is a JSON value, not text: it had --schema, which the history does not keep, so the case has none and its replay mismatches the cassette; record it again with the same --schema (after removing this case's line, fixture and cassette), or put the schema in the case's flags.schema")
+	}
 	line.Assert = startingAsserts(res)
 	if n := approved(res); n != "" {
 		out.Notes = append(out.Notes, fmt.Sprintf("the run's %s approved by --yes or a policy rule (the history does not say which): a trial runs unattended under the policy, so if it was --yes add \"yes\": true to the case's flags", n))
@@ -193,6 +209,11 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	}
 	if err := writeFileNew(out.Cassette, func(b *bytes.Buffer) error { _, err := cas.WriteTo(b); return err }); err != nil {
 		return nil, err
+	}
+	if out.Schema != "" {
+		if err := writeFileNew(out.Schema, func(b *bytes.Buffer) error { b.Write(o.Schema); b.WriteByte('\n'); return nil }); err != nil {
+			return nil, err
+		}
 	}
 	if out.Plan != "" {
 		if err := writeFileNew(out.Plan, func(b *bytes.Buffer) error { return planJSONL(b, rec.Plan) }); err != nil {
@@ -243,7 +264,7 @@ func checkNew(out *Recorded, o RecordOptions) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	for _, p := range []string{out.Fixture, out.Cassette, filepath.Join(o.Suite, "plans", o.Name+".jsonl")} {
+	for _, p := range []string{out.Fixture, out.Cassette, filepath.Join(o.Suite, "plans", o.Name+".jsonl"), filepath.Join(o.Suite, "schemas", o.Name+".json")} {
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%s exists already: choose another --name or remove it", p)
 		}
@@ -339,6 +360,27 @@ func startingAsserts(res *react.Result) []testsuite.Assertion {
 		out = append(out, testsuite.Assertion{Name: "approvals decide as recorded", JQ: "[.trace.steps[] | .decision // \"\"] == " + string(d)})
 	}
 	return out
+}
+
+// jsonAnswer says whether the run's final answer was a JSON value other
+// than a string: the mark of a run with --schema, whose final_answer
+// takes the schema's value.
+func jsonAnswer(res *react.Result) bool {
+	for i := len(res.Trace.Steps) - 1; i >= 0; i-- {
+		st := res.Trace.Steps[i]
+		if st.Action.Tool != tools.FinalAnswer {
+			continue
+		}
+		var args struct {
+			Answer json.RawMessage `json:"answer"`
+		}
+		if json.Unmarshal(st.Action.Args, &args) != nil {
+			return false
+		}
+		a := bytes.TrimSpace(args.Answer)
+		return len(a) > 0 && a[0] != '"' && string(a) != "null"
+	}
+	return false
 }
 
 // approved names the run's write and exec steps that were approved ("" for

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/history"
 	"github.com/tactcli/tact/redact"
+	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/suiterun"
 )
 
@@ -21,6 +23,7 @@ type testRecordOptions struct {
 	Suite   string
 	Name    string
 	MaxFile int64
+	Schema  string // the run's --schema, which the history does not keep
 }
 
 // newTestRecordCmd makes tact test record; runF (nil: testRecord) runs
@@ -48,6 +51,7 @@ func newTestRecordCmd(f *factory, runF func(context.Context, *testRecordOptions)
 	}
 	cmd.Flags().StringVar(&o.Suite, "suite", "", "the suite `DIR` the case goes into (made when missing)")
 	cmd.Flags().StringVar(&o.Name, "name", "", "the case's `NAME`: lower-case letters, digits, '.', '_' and '-'")
+	cmd.Flags().StringVar(&o.Schema, "schema", "", "the run's --schema (inline JSON or @FILE), which the history does not keep: written to DIR/schemas/NAME.json, the case's flags.schema")
 	cmd.Flags().Int64Var(&o.MaxFile, "max-file-size", 1<<20, "bytes a file may have to go into the fixture")
 	cmd.Flags().StringArrayVar(&o.S.Redact, "redact", o.S.Redact, "regexp whose matches are replaced by [REDACTED] in the fixture's files (repeatable)")
 	return cmd
@@ -63,12 +67,18 @@ func testRecord(ctx context.Context, o *testRecordOptions) error {
 	if err != nil {
 		return badInputf("--redact: %v", err)
 	}
+	var answer json.RawMessage
+	if o.Schema != "" {
+		if answer, err = schema.ReadAnswer(o.Schema); err != nil {
+			return badInputf("--schema: %v", err)
+		}
+	}
 	book, rec, err := suiterun.OpenRun(ctx, o.DBPath, o.Run)
 	if err != nil {
 		return err
 	}
 	defer book.Close()
-	out, err := suiterun.Record(ctx, book, rec, suiterun.RecordOptions{Suite: o.Suite, Name: o.Name, MaxFile: o.MaxFile, Redact: red.Redact})
+	out, err := suiterun.Record(ctx, book, rec, suiterun.RecordOptions{Suite: o.Suite, Name: o.Name, MaxFile: o.MaxFile, Redact: red.Redact, Schema: answer})
 	if err != nil {
 		return badInput(err)
 	}

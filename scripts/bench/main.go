@@ -110,10 +110,14 @@ func run() error {
 		// the tiny model): under 30 s, only when asked.
 		return serveBench(*threadsFlag)
 	}
+	quants := strings.Split(*quantFlag, ",")
+	if len(quants) > 1 && (*onlyFlag != "peers" || *modelFlag != "") {
+		return fmt.Errorf("-quant %s: several quantizations only with -only peers and the bench model", *quantFlag)
+	}
 	path := *modelFlag
 	if path == "" {
 		var err error
-		if path, err = benchModel(*quantFlag); err != nil {
+		if path, err = benchModel(quants[0]); err != nil {
 			return err
 		}
 	}
@@ -182,7 +186,15 @@ func run() error {
 		}
 	}
 	if *onlyFlag == "peers" { // needs npm and ollama: only when asked
-		if err := peersBench(path, threads); err != nil {
+		paths := []string{path}
+		for _, q := range quants[1:] {
+			p, err := benchModel(q)
+			if err != nil {
+				return err
+			}
+			paths = append(paths, p)
+		}
+		if err := peersBench(paths, threads); err != nil {
 			return err
 		}
 	}

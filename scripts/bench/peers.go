@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -25,6 +26,7 @@ import (
 	"github.com/tactcli/tact/internal/synth"
 	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/llm/llamacpp"
+	"github.com/tactcli/tact/models"
 )
 
 // nodeLlamaVersion is the node-llama-cpp the peers part installs.
@@ -72,17 +74,45 @@ type peerResult struct {
 	err          error
 }
 
-func peersBench(path string, threads int) error {
+// peersBench is -only peers: every engine on each model (one per -quant),
+// in one table.
+func peersBench(paths []string, threads int) error {
+	var groups []peerGroup
+	for _, path := range paths {
+		g, err := peerRows(path, threads)
+		if err != nil {
+			return err
+		}
+		groups = append(groups, g)
+	}
+	reportPeers(groups)
+	return nil
+}
+
+// peerGroup is the rows of one model; ratios are to its first row.
+type peerGroup struct {
+	model string // the quantization, as models.Inspect names it
+	w     *peerWorkload
+	rows  []*peerResult
+}
+
+func peerRows(path string, threads int) (peerGroup, error) {
+	g := peerGroup{model: filepath.Base(path)}
+	if info, err := models.Inspect(path); err == nil {
+		g.model = cmp.Or(info.Quantization, g.model)
+	}
+	progress("peers: model %s (%s)", path, g.model)
 	lockDir, err := os.MkdirTemp("", "tact-bench-lock-")
 	if err != nil {
-		return err
+		return g, err
 	}
 	defer os.RemoveAll(lockDir)
 	be, err := newBackend(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag, CPULockDir: lockDir})
 	if err != nil {
-		return err
+		return g, err
 	}
 	w := newPeerWorkload(be, path, threads)
+	g.w = w
 
 	progress("peers: tact, %s provider", llamacpp.ProviderName)
 	tact := tactPeer(be, w)
@@ -91,9 +121,18 @@ func peersBench(path string, threads int) error {
 
 	other := otherProvider()
 	progress("peers: tact, %s provider (go run -tags %q)", other.name, other.tags)
-	tactOther := otherTactPeer(w, other)
+	tactOther := otherTactPeer(w, other, "")
 	if tactOther.name == "" {
 		tactOther.name = "tact, " + other.name + " provider"
+	}
+	rows := []*peerResult{tact, tactOther}
+	for _, dir := range otherRuntimes() {
+		progress("peers: tact, runtime provider on %s", dir)
+		r := otherTactPeer(w, providerBuild{name: "runtime", cgo: "0"}, dir)
+		if r.name == "" {
+			r.name = "tact, runtime provider (" + filepath.Base(dir) + ")"
+		}
+		rows = append(rows, r)
 	}
 
 	progress("peers: node-llama-cpp %s", nodeLlamaVersion)
@@ -104,8 +143,8 @@ func peersBench(path string, threads int) error {
 	ollama := ollamaPeer(w)
 	ollama.name = "ollama " + ollama.Version + " /api/generate"
 
-	reportPeers(w, []*peerResult{tact, tactOther, node, ollama})
-	return nil
+	g.rows = append(rows, node, ollama)
+	return g, nil
 }
 
 func newPeerWorkload(be *llamacpp.Backend, path string, threads int) *peerWorkload {
@@ -358,9 +397,8 @@ func ollamaVersion(host string) (string, error) {
 	return v.Version, json.NewDecoder(resp.Body).Decode(&v)
 }
 
-func reportPeers(w *peerWorkload, rs []*peerResult) {
-	tact := rs[0]
-	fmt.Printf("| Peers, same model and threads (%d) | prompt tokens/s | ratio to tact | generation tokens/s | ratio to tact | 8-step ReAct with reuse | ratio to tact | same, cache cleared before each call | ratio to tact |\n", w.Threads)
+func reportPeers(groups []peerGroup) {
+	fmt.Printf("| Peers, same model and threads (%d) | prompt tokens/s | ratio to tact | generation tokens/s | ratio to tact | %d-step ReAct with reuse | ratio to tact | same, cache cleared before each call | ratio to tact |\n", groups[0].w.Threads, len(groups[0].w.StepMsgs))
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	ratio := func(a, b float64) string {
 		if a == 0 || b == 0 {
@@ -368,34 +406,40 @@ func reportPeers(w *peerWorkload, rs []*peerResult) {
 		}
 		return fmt.Sprintf("%.2f", a/b)
 	}
-	for _, r := range rs {
-		if r.err != nil {
-			fmt.Printf("| %s | failed: %s | | | | | | | |\n", r.name, strings.ReplaceAll(r.err.Error(), "\n", " "))
-			continue
+	for _, g := range groups {
+		tact := g.rows[0]
+		if len(groups) > 1 {
+			fmt.Printf("| **%s** | | | | | | | | |\n", g.model)
 		}
-		reuse, cold := "-", "-"
-		var reuseS, coldS float64
-		if r.ReactReuse != nil {
-			reuseS = r.ReactReuse.WallS
-			reuse = fmt.Sprintf("%.1f s (%d evaluated, %d generated)", reuseS, r.ReactReuse.Evaluated, r.ReactReuse.Generated)
+		for _, r := range g.rows {
+			if r.err != nil {
+				fmt.Printf("| %s | failed: %s | | | | | | | |\n", r.name, strings.ReplaceAll(r.err.Error(), "\n", " "))
+				continue
+			}
+			reuse, cold := "-", "-"
+			var reuseS, coldS float64
+			if r.ReactReuse != nil {
+				reuseS = r.ReactReuse.WallS
+				reuse = fmt.Sprintf("%.1f s (%d evaluated, %d generated)", reuseS, r.ReactReuse.Evaluated, r.ReactReuse.Generated)
+			}
+			if r.ReactCold != nil {
+				coldS = r.ReactCold.WallS
+				cold = fmt.Sprintf("%.1f s (%d evaluated)", coldS, r.ReactCold.Evaluated)
+			}
+			var tReuse, tCold float64
+			if tact.ReactReuse != nil {
+				tReuse = tact.ReactReuse.WallS
+			}
+			if tact.ReactCold != nil {
+				tCold = tact.ReactCold.WallS
+			}
+			fmt.Printf("| %s | %.1f (%d tokens) | %s | %.2f (%d tokens) | %s | %s | %s | %s | %s |\n", r.name,
+				r.PromptRate, r.PromptTokens, ratio(r.PromptRate, tact.PromptRate), r.GenRate, r.GenTokens, ratio(r.GenRate, tact.GenRate),
+				reuse, ratio(reuseS, tReuse), cold, ratio(coldS, tCold))
 		}
-		if r.ReactCold != nil {
-			coldS = r.ReactCold.WallS
-			cold = fmt.Sprintf("%.1f s (%d evaluated)", coldS, r.ReactCold.Evaluated)
-		}
-		var tReuse, tCold float64
-		if tact.ReactReuse != nil {
-			tReuse = tact.ReactReuse.WallS
-		}
-		if tact.ReactCold != nil {
-			tCold = tact.ReactCold.WallS
-		}
-		fmt.Printf("| %s | %.1f (%d tokens) | %s | %.2f (%d tokens) | %s | %s | %s | %s | %s |\n", r.name,
-			r.PromptRate, r.PromptTokens, ratio(r.PromptRate, tact.PromptRate), r.GenRate, r.GenTokens, ratio(r.GenRate, tact.GenRate),
-			reuse, ratio(reuseS, tReuse), cold, ratio(coldS, tCold))
 	}
 	fmt.Println()
-	fmt.Println("Rates: prompt tokens over the prompt's evaluation (ollama: its own prompt_eval timing), generation from the median time between tokens (ollama: eval_count over eval_duration); best of the repetitions. ReAct: wall time of the 8 calls, the fastest repetition; every engine gets the same prompts (fixed replies); ollama's \"evaluated\" counts its cached tokens too, as its API reports them.")
+	fmt.Println("Rates: prompt tokens over the prompt's evaluation (ollama: its own prompt_eval timing), generation from the median time between tokens (ollama: eval_count over eval_duration); best of the repetitions. ReAct: wall time of the calls, the fastest repetition; every engine gets the same prompts (fixed replies); ollama's \"evaluated\" counts its cached tokens too, as its API reports them. Ratios are to the first tact row of the same model.")
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " | ") }

@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/tactcli/tact/llm/llamacpp"
+	"github.com/tactcli/tact/llm/llamaruntime"
 )
 
 var tactPeerFlag = flag.String("tact-peer", "", "internal to -only peers: run tact's part on this workload file and print its row as JSON")
@@ -36,14 +38,41 @@ func otherProvider() providerBuild {
 	return providerBuild{name: "runtime", tags: "", cgo: "0"}
 }
 
-// tactRowName names a tact row by its provider and what runs the model.
+// tactRowName names a tact row by its provider and what runs the model:
+// the runtime's directory (prebuilt 3.22.1 or a native build) when the
+// provider is the runtime.
 func tactRowName(provider, describe string) string {
 	what, _, _ := strings.Cut(describe, ":")
+	if dir, err := runtimeDir(); err == nil && dir != "" {
+		what = filepath.Base(dir)
+	}
 	return fmt.Sprintf("tact, %s provider (%s)", provider, what)
 }
 
-// otherTactPeer runs tact's part of the workload on the other provider.
-func otherTactPeer(w *peerWorkload, p providerBuild) *peerResult {
+// otherRuntimes are the usable runtimes of the pinned llama.cpp release
+// installed besides the one this bench runs on (a native build beside the
+// prebuilt one, say): each gets its own row.
+func otherRuntimes() []string {
+	used, err := runtimeDir()
+	if err != nil || used == "" {
+		return nil
+	}
+	entries, err := llamaruntime.List("")
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.Err == nil && e.Manifest.LlamaCpp == llamaruntime.LlamaCppRelease && filepath.Clean(e.Dir) != filepath.Clean(used) {
+			dirs = append(dirs, e.Dir)
+		}
+	}
+	return dirs
+}
+
+// otherTactPeer runs tact's part of the workload on the other provider,
+// or on this one with another runtime directory (runtime not "").
+func otherTactPeer(w *peerWorkload, p providerBuild, runtime string) *peerResult {
 	res := &peerResult{}
 	dir, err := os.MkdirTemp("", "tact-bench-peer-")
 	if err != nil {
@@ -61,7 +90,7 @@ func otherTactPeer(w *peerWorkload, p providerBuild) *peerResult {
 	if p.tags != "" {
 		args = append(args, "-tags", p.tags)
 	}
-	args = append(args, "./scripts/bench", "-tact-peer", wf, "-runtime", *runtimeFlag)
+	args = append(args, "./scripts/bench", "-tact-peer", wf, "-runtime", cmp.Or(runtime, *runtimeFlag))
 	if *verboseFlag {
 		args = append(args, "-v")
 	}

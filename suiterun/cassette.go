@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -48,6 +49,9 @@ type Cassette struct {
 
 var cassetteFile = filekind.Spec{What: "cassette", Max: 64 << 20}
 
+// maxCassetteLine caps one reply's line.
+const maxCassetteLine = 16 << 20
+
 // ReadCassette reads the cassette at path; errors name PATH:LINE.
 func ReadCassette(path string) (*Cassette, error) {
 	data, err := filekind.ReadFile(cassetteFile, path)
@@ -63,7 +67,7 @@ func ReadCassette(path string) (*Cassette, error) {
 func ParseCassette(data []byte, name string) (*Cassette, error) {
 	c := &Cassette{Path: name}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	sc.Buffer(make([]byte, 64*1024), maxCassetteLine)
 	line, header := 0, false
 	for sc.Scan() {
 		line++
@@ -97,7 +101,9 @@ func ParseCassette(data []byte, name string) (*Cassette, error) {
 		}
 		c.Replies = append(c.Replies, r)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%s:%d: a line over %d MiB: no reply is that long", name, line+1, maxCassetteLine>>20)
+	} else if err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
 	}
 	if !header {

@@ -23,6 +23,9 @@ func TestParseCassette(t *testing.T) {
 		{"unknown kind", head + `{"kind":"think","text":"x"}`, `c.jsonl:2: unknown kind "think"`, 0},
 		{"unknown field", head + "\n" + `{"kind":"plan","text":"x","delay_ms":3}`, `c.jsonl:3: invalid reply: json: unknown field "delay_ms"`, 0},
 		{"not json", head + `{"kind":`, "c.jsonl:2: invalid reply", 0},
+		{"huge line", head + `{"kind":"plan","text":"` + strings.Repeat("x", maxCassetteLine) + `"}`, "c.jsonl:2: a line over 16 MiB: no reply is that long", 0},
+		{"nul", head + "{\"kind\":\"plan\",\"te\x00xt\":\"x\"}", "c.jsonl:2: invalid reply", 0},
+		{"deep", head + `{"kind":"plan","text":"x","token_usage":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, "c.jsonl:2: invalid reply", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := ParseCassette([]byte(tc.in), "c.jsonl")

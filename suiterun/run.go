@@ -12,6 +12,7 @@ import (
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/text"
+	"github.com/tactcli/tact/llm"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/testsuite"
 )
@@ -174,6 +175,11 @@ func (g *group) run(ctx context.Context, opts Options, add func(testsuite.TrialR
 		return err
 	}
 	defer rt.Close()
+	// A script backend hands out its replies in order, once: shared by
+	// k trials, the first would take them all and the others find none.
+	// Each trial gets the script from its start, as each gets a fresh
+	// fixture (opening one reads a file; no model is loaded).
+	perTrial := opts.Live && llm.InfoOf(rt.Backend).Backend == llm.BackendScript
 	work := make(chan item)
 	var wg sync.WaitGroup
 	// --parallel, at most what the backend serves at once (as tact batch).
@@ -182,7 +188,17 @@ func (g *group) run(ctx context.Context, opts Options, add func(testsuite.TrialR
 		go func() {
 			defer wg.Done()
 			for it := range work {
-				add(trial(ctx, rt, g.s, it, opts.Live))
+				if !perTrial {
+					add(trial(ctx, rt, g.s, it, opts.Live))
+					continue
+				}
+				own, err := opts.Open(ctx, g.s, ro)
+				if err != nil {
+					add(testsuite.TrialResult{Case: it.c.Name, Trial: it.trial, ExitCode: agent.ExitCode(err), Error: err.Error()})
+					continue
+				}
+				add(trial(ctx, own, g.s, it, opts.Live))
+				own.Close()
 			}
 		}()
 	}

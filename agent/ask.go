@@ -56,6 +56,21 @@ func askerOf(p policy.Prompter) react.Asker {
 // once the answering run is recorded; a caller that does not run the job
 // releases it.
 func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord.AnswerInput, given func(flag string) bool) (job Job, err error) {
+	return answerJob(ctx, s, ref, in, given, false)
+}
+
+// AnswerJobHere is AnswerJob for a server (tact serve's POST
+// /v1/runs/ID/answer, tact mcp serve's retry): the run goes on in the
+// server's workspace, s.Workspace, so only a run paused there is
+// answered. A run paused elsewhere (a cron job's in another project) is
+// refused without naming its workspace: going on here would run the rest
+// of its task in the wrong directory, and a client of the server has no
+// business with the user's other runs.
+func AnswerJobHere(ctx context.Context, s *config.Settings, ref string, in runrecord.AnswerInput) (Job, error) {
+	return answerJob(ctx, s, ref, in, func(flag string) bool { return flag == "workspace" }, true)
+}
+
+func answerJob(ctx context.Context, s *config.Settings, ref string, in runrecord.AnswerInput, given func(flag string) bool, here bool) (job Job, err error) {
 	if !s.History {
 		return Job{}, errNoHistoryAnswer
 	}
@@ -64,6 +79,9 @@ func AnswerJob(ctx context.Context, s *config.Settings, ref string, in runrecord
 		return Job{}, err
 	}
 	defer b.Close()
+	if here && !sameWorkspace(rec.Workspace, s.Workspace) {
+		return Job{}, badInputf("run %s did not pause in this server's workspace: answer it with tact answer %s in its own", rec.ID, rec.ID)
+	}
 	// One answer at a time: the lock first, then the check that nobody
 	// answered it, held until the answering run is recorded (Run).
 	release, err := b.ClaimAnswer(rec)
@@ -150,4 +168,12 @@ func (g noPauseGate) Check(ctx context.Context, env *tools.Env, calls []tools.Ca
 		}
 	}
 	return vs
+}
+
+// sameWorkspace reports whether a and b name one directory (as the run
+// history keys workspaces).
+func sameWorkspace(a, b string) bool {
+	ka, err1 := runrecord.WorkspaceKey(a)
+	kb, err2 := runrecord.WorkspaceKey(b)
+	return err1 == nil && err2 == nil && ka == kb
 }

@@ -236,7 +236,7 @@ func (s *Server) pausingRun(ctx context.Context, req *sdk.CallToolRequest, decod
 		st := *s.rt.S
 		// The run goes on in the server's workspace, with its runtime, as
 		// POST /v1/runs/ID/answer does.
-		job, err = agent.AnswerJob(ctx, &st, runID, in, func(flag string) bool { return flag == "workspace" })
+		job, err = agent.AnswerJobHere(ctx, &st, runID, in)
 		if err != nil {
 			return s.textResult(err.Error(), true), nil
 		}

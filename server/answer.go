@@ -25,8 +25,8 @@ type AnswerRequest struct {
 // answer is POST /v1/runs/ID/answer: the paused run ID goes on from its
 // checkpoint with the answer (agent.AnswerJob, as tact answer), answered
 // as /v1/runs answers a run. A run that is not paused, was answered
-// already, or an answer that does not fit the question is a 400; the run
-// stays paused.
+// already, paused in another workspace, or an answer that does not fit
+// the question is a 400; the run stays paused.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	body := s.readBody(w, r)
 	if body == nil {
@@ -45,7 +45,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	st := *s.rt.S
 	// The run goes on in the server's workspace, with its runtime.
-	job, err := agent.AnswerJob(r.Context(), &st, r.PathValue("id"), in, func(flag string) bool { return flag == "workspace" })
+	job, err := agent.AnswerJobHere(r.Context(), &st, r.PathValue("id"), in)
 	if err != nil {
 		s.engineFailed(r.Context(), w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -58,6 +59,43 @@ func TestE2EServeAnswer(t *testing.T) {
 	}
 	if code, _ := post("/v1/runs/"+id+"/answer", `{"nope":1}`); code != 400 {
 		t.Errorf("unknown field: %d", code)
+	}
+
+	// A run paused in another workspace (a cron job's in another project,
+	// the same state directory) is not answered here, where it would go
+	// on in the server's workspace; the 400 does not name its workspace,
+	// and the run still waits for tact answer.
+	other := filepath.Join(dir, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (string, int) {
+		t.Helper()
+		c := exec.Command(bin, args...)
+		c.Dir, c.Env = other, srv.cmd.Env
+		out, err := c.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	out, rc := cli("run", "--no-plan", "--script", script, "which config is live?")
+	var pause struct {
+		RunID string `json:"run_id"`
+	}
+	if rc != 12 || json.Unmarshal([]byte(out), &pause) != nil || pause.RunID == "" {
+		t.Fatalf("cli run: exit %d: %s", rc, out)
+	}
+	code, res4 := post("/v1/runs/"+pause.RunID+"/answer", `{"text":"the blue one"}`)
+	msg, _ := res4["error"].(string)
+	if code != 400 || !strings.Contains(msg, "did not pause in this server's workspace") || strings.Contains(msg, other) {
+		t.Fatalf("answer of another workspace's run: %d %v", code, res4)
+	}
+	if out, rc := cli("answer", pause.RunID, "the blue one"); rc != 0 || strings.TrimSpace(out) != "blue is live" {
+		t.Fatalf("tact answer after the refusal: exit %d: %s", rc, out)
 	}
 }
 

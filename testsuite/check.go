@@ -126,8 +126,10 @@ func checkFileIn(root *os.Root, fixture string, f FileCheck) string {
 	p := filepath.FromSlash(f.Path)
 	switch {
 	case f.Exists:
-		if _, err := root.Lstat(p); err != nil {
+		if _, err := root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 			return "missing: " + why(err)
+		} else if err != nil {
+			return why(err)
 		}
 	case f.Absent:
 		if st, err := root.Lstat(p); err == nil {
@@ -148,7 +150,7 @@ func checkFileIn(root *os.Root, fixture string, f FileCheck) string {
 		if err != nil {
 			return why(err)
 		}
-		want, err := os.ReadFile(filepath.Join(fixture, p))
+		want, err := readFixture(fixture, p)
 		if err != nil {
 			return "cannot read the fixture's copy: " + why(err)
 		}
@@ -157,6 +159,17 @@ func checkFileIn(root *os.Root, fixture string, f FileCheck) string {
 		}
 	}
 	return ""
+}
+
+// readFixture reads a file of the fixture as readIn does: within the
+// fixture, within maxFileRead.
+func readFixture(fixture, p string) ([]byte, error) {
+	root, err := os.OpenRoot(fixture)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return readIn(root, p)
 }
 
 // readIn reads a regular file of the workspace, within maxFileRead.
@@ -210,7 +223,11 @@ func why(err error) string {
 	if errors.Is(err, fs.ErrNotExist) {
 		return "no such file or directory"
 	}
-	return oneLine(unwrapPath(err).Error())
+	msg := unwrapPath(err).Error()
+	if msg == "path escapes from parent" { // os.Root's error, not exported
+		return "a link on the path leads out of the workspace: not followed"
+	}
+	return oneLine(msg)
 }
 
 // shown is a JSON value for a message: compact, cut to maxShown bytes.

@@ -56,7 +56,11 @@ func TestCheck(t *testing.T) {
 			want:    []string{"a.txt unchanged: no such file or directory"}},
 		{name: "link out of the workspace", line: `"files":[{"path":"link","contains":"root"}]`,
 			prepare: func(t *testing.T, ws string) { os.Symlink("/etc/passwd", filepath.Join(ws, "link")) },
-			want:    []string{"link contains \"root\": path escapes from parent"}},
+			want:    []string{"link contains \"root\": a link on the path leads out of the workspace: not followed"}},
+		{name: "dir link out of the workspace", line: `"files":[{"path":"etc/passwd","exists":true},{"path":"etc/passwd","absent":true}]`,
+			prepare: func(t *testing.T, ws string) { os.Symlink("/etc", filepath.Join(ws, "etc")) },
+			want: []string{"etc/passwd exists: a link on the path leads out of the workspace: not followed",
+				"etc/passwd absent: cannot tell: a link on the path leads out of the workspace: not followed"}},
 		{name: "several in order", line: `"assert":[{"jq":"false","name":"one"},{"jq":"true"},{"jq":"null","name":"three"}],"files":[{"path":"x","exists":true}]`,
 			want: []string{"one: yielded false", "three: yielded null", "x exists: missing"}},
 	} {

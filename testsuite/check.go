@@ -56,6 +56,11 @@ func (c *Case) Check(ctx context.Context, doc []byte, workspace string) []Failur
 				out = append(out, Failure{Check: "answer_schema", Message: msg})
 			}
 		}
+		if len(c.Asserts) == 0 && c.AnswerSchema == nil && len(c.Files) == 0 && string(top["success"]) != "true" {
+			// A case with no check of its own is a smoke test: it passes
+			// when its run succeeds, never on a run that failed or hung.
+			out = append(out, Failure{Check: "success", Message: fmt.Sprintf("the run ended as %s; a case without assert, answer_schema or files passes when its run succeeds", shown(top["termination_reason"]))})
+		}
 	}
 	if len(c.Files) == 0 {
 		return out

@@ -61,6 +61,9 @@ func TestCheck(t *testing.T) {
 			prepare: func(t *testing.T, ws string) { os.Symlink("/etc", filepath.Join(ws, "etc")) },
 			want: []string{"etc/passwd exists: a link on the path leads out of the workspace: not followed",
 				"etc/passwd absent: cannot tell: a link on the path leads out of the workspace: not followed"}},
+		{name: "no checks: success", line: `"description":"smoke"`},
+		{name: "no checks: failed run", doc: `{"success":false,"termination_reason":"timeout"}`, line: `"description":"smoke"`,
+			want: []string{`success: the run ended as "timeout"; a case without assert, answer_schema or files passes when its run succeeds`}},
 		{name: "several in order", line: `"assert":[{"jq":"false","name":"one"},{"jq":"true"},{"jq":"null","name":"three"}],"files":[{"path":"x","exists":true}]`,
 			want: []string{"one: yielded false", "three: yielded null", "x exists: missing"}},
 	} {

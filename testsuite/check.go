@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/tactcli/tact/internal/jqx"
 	"github.com/tactcli/tact/schema"
@@ -253,4 +254,25 @@ func shown(v json.RawMessage) string {
 	return s
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// Control and bidi characters (a terminal's escape sequences, a NUL from an
+// edited case file or a model's answer) are written as \uXXXX: the table
+// goes to a terminal and must not drive it.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if !strings.ContainsFunc(s, unprintable) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unprintable(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
+}

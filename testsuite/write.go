@@ -181,7 +181,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 				fmt.Fprintf(w, "%s: cassette: %s\n", at, oneLine(m))
 			}
 			for _, f := range t.Failures {
-				fmt.Fprintf(w, "%s: %s: %s\n", at, f.Check, oneLine(f.Message))
+				fmt.Fprintf(w, "%s: %s: %s\n", at, oneLine(f.Check), oneLine(f.Message))
 			}
 		}
 	}
@@ -205,7 +205,7 @@ func countsLine(counts map[string]int) string {
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s (%d)", k, counts[k])
+		parts[i] = fmt.Sprintf("%s (%d)", oneLine(k), counts[k])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -283,3 +283,24 @@ func TestWriteTableOneTrial(t *testing.T) {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// The table goes to a terminal: a control character in a check's name or
+// message (an edited case file, a model's answer) is written escaped.
+func TestTableEscapesControls(t *testing.T) {
+	r := &Report{K: 1, Cases: []*CaseReport{{Case: &Case{Name: "c"}, Status: StatusFailed,
+		Trials:        []TrialResult{{Case: "c", Trial: 1, Failures: []Failure{{Check: "red \x1b[31m", Message: "nul \x00 bidi \u202e"}}}},
+		FailureCounts: map[string]int{"red \x1b[31m": 1}}}}
+	var b bytes.Buffer
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x00\u202e") {
+		t.Fatalf("raw control characters in the table: %q", out)
+	}
+	for _, want := range []string{`red \u001b[31m (1)`, `c #1: red \u001b[31m: nul \u0000 bidi \u202e`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

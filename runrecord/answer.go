@@ -30,11 +30,11 @@ type AnswerInput struct {
 func (b *Book) Paused(ctx context.Context, rec history.Record, pending bool) error {
 	cut := rec.Reason == history.ReasonInterrupted && pending
 	if rec.Reason != string(react.ReasonNeedsInput) && !cut {
-		why := rec.Reason
-		if why == "" {
-			why = "not ended"
+		if !rec.Ended || rec.Reason == "" {
+			// The history cannot tell a live run from a killed one.
+			return inputErrorf("run %s is not waiting for an answer (its end is not recorded: it is still running, or was cut before it paused); tact log --reason needs_input lists what waits", rec.ID)
 		}
-		return inputErrorf("run %s is not waiting for an answer (it ended: %s)", rec.ID, why)
+		return inputErrorf("run %s is not waiting for an answer (it ended: %s); tact log --reason needs_input lists what waits", rec.ID, rec.Reason)
 	}
 	by, err := b.st.ResumedBy(ctx, rec.ID)
 	if err != nil {

@@ -121,8 +121,12 @@ func TestPaused(t *testing.T) {
 		answered.End("q", &react.Result{TerminationReason: react.ReasonNeedsInput}, Termination{})
 		NewWriter(st, red, history.Run{ID: "answer", ResumedFrom: "answered"}).End("q", &react.Result{TerminationReason: react.ReasonSuccess}, Termination{})
 		NewWriter(st, red, history.Run{ID: "done"}).End("q", &react.Result{TerminationReason: react.ReasonSuccess}, Termination{})
+		NewWriter(st, red, history.Run{ID: "running"}).Begin("q", nil)
 	})
-	for id, waits := range map[string]bool{"paused": true, "killed": true, "answered": false, "done": false} {
+	// A run whose end is not recorded and that holds no waiting call is
+	// not said to have ended: it may be running in another process.
+	msgs := map[string]string{"running": "its end is not recorded: it is still running", "done": "(it ended: success)"}
+	for id, waits := range map[string]bool{"paused": true, "killed": true, "answered": false, "done": false, "running": false} {
 		book, rec, err := OpenRun(ctx, path, id)
 		if err != nil {
 			t.Fatal(err)
@@ -135,6 +139,9 @@ func TestPaused(t *testing.T) {
 		err = book.Paused(ctx, rec, perr == nil)
 		if (err == nil) != waits {
 			t.Errorf("%s: Paused says %v, want waiting %v", id, err, waits)
+		}
+		if m := msgs[id]; m != "" && (err == nil || !strings.Contains(err.Error(), m)) {
+			t.Errorf("%s: Paused says %v, want %q in it", id, err, m)
 		}
 		book.Close()
 	}

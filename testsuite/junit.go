@@ -117,7 +117,9 @@ func (c *CaseReport) junitSuite(r *Report) junitSuite {
 		prop("trials", strconv.Itoa(len(c.Trials)))
 		prop("passed", strconv.Itoa(c.Passed))
 		prop("pass_at_1", strconv.FormatFloat(c.PassAt1, 'f', 4, 64))
-		prop("pass_at_"+strconv.Itoa(r.K), strconv.FormatFloat(c.PassAtK, 'f', 4, 64))
+		if r.K > 1 { // with one trial pass@K is pass@1: one property says it
+			prop("pass_at_"+strconv.Itoa(r.K), strconv.FormatFloat(c.PassAtK, 'f', 4, 64))
+		}
 		prop("prompt_tokens", strconv.FormatInt(c.Usage.Prompt, 10))
 		prop("completion_tokens", strconv.FormatInt(c.Usage.Completion, 10))
 		prop("cached_tokens", strconv.FormatInt(c.Usage.Cached, 10))

@@ -304,3 +304,19 @@ func TestTableEscapesControls(t *testing.T) {
 		}
 	}
 }
+
+// With one trial a case, the JUnit file names pass@1 once (pass@K is it).
+func TestJUnitOneTrialOnePassAt(t *testing.T) {
+	s, err := Load(suiteDir(t, `{"name":"a","query":"q"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReport(s, 1, []TrialResult{{Case: "a", Trial: 1}})
+	var b bytes.Buffer
+	if err := r.WriteJUnit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), `name="pass_at_1"`); n != 1 {
+		t.Errorf("%d pass_at_1 properties, want 1:\n%s", n, b.String())
+	}
+}

@@ -61,6 +61,9 @@ func testRecord(ctx context.Context, o *testRecordOptions) error {
 	if o.Suite == "" || o.Name == "" {
 		return badInputf("tact test record needs --suite DIR and --name NAME")
 	}
+	if o.MaxFile < 1 {
+		return badInputf("--max-file-size %d: want 1 or more bytes", o.MaxFile)
+	}
 	// The fixture's files are written by tact: secrets in them (the
 	// environment's, --redact's) are redacted as in every file tact writes.
 	red, err := redact.NewRedactor(os.Environ(), o.S.Redact)

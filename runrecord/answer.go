@@ -71,6 +71,11 @@ func PendingOf(runID string, checkpoint []byte) (*react.Pending, error) {
 	return cp.Pending, nil
 }
 
+// MaxAnswer bounds an answer's size in bytes: a person's answer, which a
+// client of tact serve or tact mcp serve could otherwise make as large as
+// its request.
+const MaxAnswer = 64 << 10
+
 // MakeAnswer checks in against the question q and makes it the pending
 // call's outcome: a question takes text or a value (validated against its
 // schema; one of its options when it has them), an approval takes
@@ -111,6 +116,9 @@ func MakeAnswer(q react.Question, in AnswerInput) (react.Answer, error) {
 	}
 	if strings.TrimSpace(text) == "" {
 		return react.Answer{}, inputErrorf("the answer is empty")
+	}
+	if len(text) > MaxAnswer {
+		return react.Answer{}, inputErrorf("the answer is %d bytes: at most %d (it is the model's next observation and kept in the run history)", len(text), MaxAnswer)
 	}
 	isValue := in.Value != nil
 	if len(q.Options) > 0 {

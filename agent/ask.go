@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/tactcli/tact/config"
 	"github.com/tactcli/tact/history"
@@ -36,6 +39,9 @@ func askerOf(p policy.Prompter) react.Asker {
 		if c, ok := p.(ChoiceAsker); ok && len(options) > 0 {
 			return c.AskChoice(ctx, question, options)
 		}
+		if t, ok := p.(TextAsker); ok && len(options) > 0 {
+			return chooseByText(ctx, t, question, options)
+		}
 		if len(options) > 0 {
 			return p.Ask(ctx, question, options)
 		}
@@ -43,6 +49,35 @@ func askerOf(p policy.Prompter) react.Asker {
 			return t.AskText(ctx, question)
 		}
 		return "", errors.New("this terminal takes only chosen answers")
+	}
+}
+
+// chooseByText asks for one of options taken whole, by its number or its
+// text (any case), until one is given: an approval's prompt (Ask) takes
+// first words or letters, and options such as "the red one" and "the
+// blue one" share both.
+func chooseByText(ctx context.Context, t TextAsker, question string, options []string) (string, error) {
+	var b strings.Builder
+	b.WriteString(question)
+	for i, o := range options {
+		fmt.Fprintf(&b, "\n  %d) %s", i+1, o)
+	}
+	prompt := b.String() + "\nAnswer with a number or an option:"
+	for {
+		ans, err := t.AskText(ctx, prompt)
+		if err != nil {
+			return "", err
+		}
+		ans = strings.TrimSpace(ans)
+		if n, err := strconv.Atoi(ans); err == nil && n >= 1 && n <= len(options) {
+			return options[n-1], nil
+		}
+		for _, o := range options {
+			if strings.EqualFold(ans, strings.TrimSpace(o)) {
+				return o, nil
+			}
+		}
+		prompt = fmt.Sprintf("Please answer 1 to %d, or one of the options as written.", len(options))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,11 +12,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tactcli/tact/history"
-	"github.com/tactcli/tact/internal/atomicfile"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/runrecord"
 	"github.com/tactcli/tact/testsuite"
@@ -84,15 +81,24 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	// Two records into one suite at once: the lock makes the second see the
 	// first's case (a duplicate name is refused, not written twice) and
 	// keeps their case lines whole.
+	// Every write goes through the suite's os.Root: a link in the suite
+	// (cases.jsonl, fixtures/ or cassettes/ leading to /etc or the home
+	// directory, as a cloned suite may hold) is never written through.
 	if err := os.MkdirAll(o.Suite, 0o755); err != nil {
 		return nil, fmt.Errorf("--suite %s: %w", o.Suite, err)
 	}
-	unlock, err := lockSuite(o.Suite)
+	root, err := os.OpenRoot(o.Suite)
+	if err != nil {
+		return nil, fmt.Errorf("--suite %s: %w", o.Suite, err)
+	}
+	defer root.Close()
+	sd := &suiteDir{root: root, path: o.Suite}
+	unlock, err := sd.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := checkNew(out, o); err != nil {
+	if err := checkNew(sd, out, o); err != nil {
 		return nil, err
 	}
 	// What a failed record wrote goes again, so the name can be used.
@@ -101,11 +107,11 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 		if !done {
 			for _, p := range []string{out.Fixture, out.Cassette, out.Plan, out.Schema} {
 				if p != "" {
-					_ = os.RemoveAll(p)
+					_ = root.RemoveAll(sd.rel(p))
 				}
 			}
 			for _, d := range []string{"fixtures", "cassettes", "plans", "schemas"} {
-				_ = os.Remove(filepath.Join(o.Suite, d)) // only when empty: made for this case
+				_ = root.Remove(d) // only when empty: made for this case
 			}
 		}
 	}()
@@ -194,29 +200,29 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 
 	files, notes := readFiles(res, rec.Workspace, o)
 	out.Notes = append(out.Notes, notes...)
-	if err := os.MkdirAll(out.Fixture, 0o755); err != nil {
+	if err := sd.mkdirAll(out.Fixture); err != nil {
 		return nil, err
 	}
 	for _, f := range files {
 		to := filepath.Join(out.Fixture, f.rel)
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		if err := sd.mkdirAll(filepath.Dir(to)); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(to, f.data, f.mode|0o600); err != nil {
+		if err := sd.writeNew(to, f.mode|0o600, func(b *bytes.Buffer) error { b.Write(f.data); return nil }); err != nil {
 			return nil, err
 		}
 		out.Files = append(out.Files, f.rel)
 	}
-	if err := writeFileNew(out.Cassette, func(b *bytes.Buffer) error { _, err := cas.WriteTo(b); return err }); err != nil {
+	if err := sd.writeNew(out.Cassette, 0o644, func(b *bytes.Buffer) error { _, err := cas.WriteTo(b); return err }); err != nil {
 		return nil, err
 	}
 	if out.Schema != "" {
-		if err := writeFileNew(out.Schema, func(b *bytes.Buffer) error { b.Write(o.Schema); b.WriteByte('\n'); return nil }); err != nil {
+		if err := sd.writeNew(out.Schema, 0o644, func(b *bytes.Buffer) error { b.Write(o.Schema); b.WriteByte('\n'); return nil }); err != nil {
 			return nil, err
 		}
 	}
 	if out.Plan != "" {
-		if err := writeFileNew(out.Plan, func(b *bytes.Buffer) error { return planJSONL(b, rec.Plan) }); err != nil {
+		if err := sd.writeNew(out.Plan, 0o644, func(b *bytes.Buffer) error { return planJSONL(b, rec.Plan) }); err != nil {
 			return nil, err
 		}
 	}
@@ -226,50 +232,11 @@ func Record(ctx context.Context, book *runrecord.Book, rec history.Record, o Rec
 	if err := enc.Encode(line); err != nil {
 		return nil, err
 	}
-	if err := appendLine(out.CaseFile, b.Bytes()); err != nil {
+	if err := sd.appendLine(out.CaseFile, b.Bytes()); err != nil {
 		return nil, err
 	}
 	done = true
 	return out, nil
-}
-
-// lockSuite takes the suite's lock file (SUITE/.tact-record.lock, not a
-// case file: it does not end in .jsonl), waiting for another record.
-func lockSuite(suite string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(suite, ".tact-record.lock"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("--suite %s: %w", suite, err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--suite %s: lock: %w", suite, err)
-	}
-	return func() { f.Close() }, nil
-}
-
-// checkNew refuses a name the suite has already.
-func checkNew(out *Recorded, o RecordOptions) error {
-	if data, err := os.ReadFile(out.CaseFile); err == nil {
-		for _, c := range testsuite.ParseCases(out.CaseFile, data) {
-			if c.Name == o.Name {
-				return fmt.Errorf("%s: case %q exists already (--name)", c.Where(), o.Name)
-			}
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	for _, p := range []string{out.Fixture, out.Cassette, filepath.Join(o.Suite, "plans", o.Name+".jsonl"), filepath.Join(o.Suite, "schemas", o.Name+".json")} {
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("%s exists already: choose another --name or remove it", p)
-		}
-	}
-	return nil
 }
 
 // caseLine is a recorded case as cases.jsonl gets it.
@@ -538,37 +505,4 @@ func planJSONL(b *bytes.Buffer, rows string) error {
 		b.WriteByte('\n')
 	}
 	return nil
-}
-
-// writeFileNew writes a file that must not exist yet, making its folder.
-func writeFileNew(path string, fill func(*bytes.Buffer) error) error {
-	var b bytes.Buffer
-	if err := fill(&b); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, b.Bytes())
-}
-
-// appendLine appends line to the case file, made when missing. A file
-// whose last line has no newline (edited by hand) gets one first, so the
-// new case is a line of its own, not glued to the last one.
-func appendLine(path string, line []byte) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
-			line = append([]byte{'\n'}, line...)
-		}
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tactcli/tact/agent"
@@ -229,6 +230,49 @@ func TestRecordReplay(t *testing.T) {
 	got := loadSuite(t, par)
 	if len(got.Cases) != 10 {
 		t.Fatalf("%d cases after the records, want 10 (hand, same, n4..n11)", len(got.Cases))
+	}
+
+	// A suite whose case file or folders are links out of it (a cloned
+	// suite may hold them), or whose case file is a FIFO: one error naming
+	// it, nothing written outside, no hang.
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"hostname": "vm\n"})
+	for _, tc := range []struct {
+		name, want string
+		make       func(suite string) error
+	}{
+		{"case file link", "a link on the path leads out of the suite", func(suite string) error {
+			return os.Symlink(filepath.Join(outside, "hostname"), filepath.Join(suite, "cases.jsonl"))
+		}},
+		{"fixtures link", "a link on the path leads out of the suite", func(suite string) error {
+			return os.Symlink(outside, filepath.Join(suite, "fixtures"))
+		}},
+		{"cassettes link", "a link on the path leads out of the suite", func(suite string) error {
+			return os.Symlink(outside, filepath.Join(suite, "cassettes"))
+		}},
+		{"case file fifo", "not a regular file", func(suite string) error {
+			return syscall.Mkfifo(filepath.Join(suite, "cases.jsonl"), 0o644)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			suite := filepath.Join(t.TempDir(), "s")
+			if err := os.Mkdir(suite, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.make(suite); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Record(ctx, book, rec, RecordOptions{Suite: suite, Name: "x"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), suite) {
+				t.Fatalf("err = %v, want one naming %s and %q", err, suite, tc.want)
+			}
+			if b, _ := os.ReadFile(filepath.Join(outside, "hostname")); string(b) != "vm\n" {
+				t.Errorf("the file outside became %q", b)
+			}
+			if left, _ := os.ReadDir(outside); len(left) != 1 {
+				t.Errorf("written outside the suite: %v", left)
+			}
+		})
 	}
 }
 

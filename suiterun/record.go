@@ -438,6 +438,10 @@ func readFiles(res *react.Result, workspace string, o RecordOptions) ([]fixtureF
 		if err != nil || !st.Mode().IsRegular() {
 			return
 		}
+		if secretFile(rel) {
+			notes = append(notes, fmt.Sprintf("left out %s: its name says it holds a secret (a key, credentials, .env), and a fixture is committed: copy a harmless stand-in into the fixture by hand if the case needs it", rel))
+			return
+		}
 		switch {
 		case st.Size() > o.MaxFile:
 			notes = append(notes, fmt.Sprintf("left out %s: %d bytes, over the %d-byte cap a file", rel, st.Size(), o.MaxFile))
@@ -481,6 +485,12 @@ func readFiles(res *react.Result, workspace string, o RecordOptions) ([]fixtureF
 			if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") && p != rel {
 				return fs.SkipDir
 			}
+			if total >= o.MaxTotal {
+				// A run that listed a big tree (a home directory): stop
+				// walking it, with one note, not one a file.
+				notes = append(notes, fmt.Sprintf("left out the rest of %s: the fixture reached its %d-byte cap", rel, o.MaxTotal))
+				return fs.SkipAll
+			}
 			if d.Type().IsRegular() {
 				add(p)
 			}
@@ -488,6 +498,32 @@ func readFiles(res *react.Result, workspace string, o RecordOptions) ([]fixtureF
 		})
 	}
 	return out, notes
+}
+
+// secretNames and secretExts are the files a fixture leaves out by name:
+// keys, credentials and dotenv files, which a run that listed a directory
+// passed over and which must not end up in a suite that is committed.
+var (
+	secretNames = map[string]bool{".netrc": true, ".npmrc": true, ".pypirc": true, ".git-credentials": true,
+		"credentials": true, "credentials.json": true, ".htpasswd": true, "id_rsa": true, "id_dsa": true,
+		"id_ecdsa": true, "id_ed25519": true, ".pgpass": true, "secrets.json": true, "secrets.yaml": true, "secrets.yml": true}
+	secretExts = map[string]bool{".pem": true, ".key": true, ".p12": true, ".pfx": true, ".jks": true, ".keystore": true, ".kdbx": true, ".gpg": true, ".asc": true}
+	secretDirs = map[string]bool{".ssh": true, ".gnupg": true, ".aws": true, ".docker": true, ".kube": true}
+)
+
+// secretFile says whether rel's name marks it as holding a secret.
+func secretFile(rel string) bool {
+	base := strings.ToLower(filepath.Base(rel))
+	if secretNames[base] || secretExts[filepath.Ext(base)] || base == ".env" || strings.HasPrefix(base, ".env.") ||
+		strings.HasPrefix(base, "id_rsa") || strings.HasPrefix(base, "id_ed25519") || strings.HasPrefix(base, "id_ecdsa") {
+		return base != ".env.example" && base != ".env.sample"
+	}
+	for _, dir := range strings.Split(filepath.ToSlash(filepath.Dir(rel)), "/") {
+		if secretDirs[dir] {
+			return true
+		}
+	}
+	return false
 }
 
 // planJSONL writes the recorded plan rows (a JSON array) one a line.

@@ -305,3 +305,37 @@ func TestReadFilesCap(t *testing.T) {
 		t.Errorf("notes %q name a written or outside file", notes)
 	}
 }
+
+// A listed directory's keys, credentials and dotenv files stay out of the
+// fixture (a suite is committed), each named in a note; a big tree stops
+// being walked at the cap, with one note, not one a file.
+func TestReadFilesLeavesSecrets(t *testing.T) {
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"p/a.txt": "a", "p/.env": "TOKEN=x", "p/.env.example": "TOKEN=", "p/.ssh/id_rsa": "k",
+		"p/cert.PEM": "c", "p/config.json": "{}", "p/.git-credentials": "g"})
+	files, notes := readFiles(resultWithSteps(`{"tool":"list_files","args":{"path":"p"}}`), ws, RecordOptions{MaxFile: 100, MaxTotal: 100})
+	var got []string
+	for _, f := range files {
+		got = append(got, f.rel)
+	}
+	if strings.Join(got, ",") != "p/.env.example,p/a.txt,p/config.json" {
+		t.Errorf("files %q", got)
+	}
+	all := strings.Join(notes, "\n")
+	for _, name := range []string{"p/.env", "p/.ssh/id_rsa", "p/cert.PEM", "p/.git-credentials"} {
+		if !strings.Contains(all, "left out "+name+": its name says it holds a secret") {
+			t.Errorf("notes %q do not name %s", notes, name)
+		}
+	}
+
+	big := t.TempDir()
+	many := map[string]string{}
+	for i := range 200 {
+		many[fmt.Sprintf("d/f%03d.txt", i)] = "0123456789"
+	}
+	writeFiles(t, big, many)
+	files, notes = readFiles(resultWithSteps(`{"tool":"list_files","args":{"path":"."}}`), big, RecordOptions{MaxFile: 100, MaxTotal: 50})
+	if len(files) != 5 || len(notes) > 2 {
+		t.Errorf("%d files, notes %q; want 5 files and at most 2 notes", len(files), notes)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -114,7 +115,7 @@ func answerJob(ctx context.Context, s *config.Settings, ref string, in runrecord
 		return Job{}, err
 	}
 	defer b.Close()
-	if here && !sameWorkspace(rec.Workspace, s.Workspace) {
+	if here && (!sameWorkspace(rec.Workspace, s.Workspace) || linkedAway(rec.Workspace) != "") {
 		return Job{}, badInputf("run %s did not pause in this server's workspace: answer it with tact answer %s in its own", rec.ID, rec.ID)
 	}
 	// One answer at a time: the lock first, then the check that nobody
@@ -147,6 +148,9 @@ func answerJob(ctx context.Context, s *config.Settings, ref string, in runrecord
 	}
 	if fi, err := os.Stat(s.Workspace); err != nil || !fi.IsDir() {
 		return Job{}, badInputf("run %s cannot be answered: its workspace %s is gone", rec.ID, s.Workspace)
+	}
+	if to := linkedAway(rec.Workspace); to != "" && !given("workspace") {
+		return Job{}, badInputf("run %s cannot be answered: its workspace %s is now a link to %s (give --workspace DIR to go on in a directory you name)", rec.ID, rec.Workspace, to)
 	}
 	a, err := runrecord.MakeAnswer(p.Question, in)
 	if err != nil {
@@ -211,4 +215,15 @@ func sameWorkspace(a, b string) bool {
 	ka, err1 := runrecord.WorkspaceKey(a)
 	kb, err2 := runrecord.WorkspaceKey(b)
 	return err1 == nil && err2 == nil && ka == kb
+}
+
+// linkedAway is where dir, a recorded workspace (recorded resolved), leads
+// now when it has become a link (or sits under one): a run answered there
+// would go on in a directory it never ran in. "" when it has not.
+func linkedAway(dir string) string {
+	k, err := runrecord.WorkspaceKey(dir)
+	if err != nil || k == filepath.Clean(dir) {
+		return ""
+	}
+	return k
 }

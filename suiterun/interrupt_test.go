@@ -2,6 +2,7 @@ package suiterun
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,5 +64,35 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("left behind in TMPDIR: %v", left)
+	}
+}
+
+// A runtime that opens for no group is a suite that cannot run (exit 2),
+// however many groups the cases' flags make; one that fails for a group
+// only is its cases' error, and the others run.
+func TestRunNoRuntime(t *testing.T) {
+	s := agenttest.Settings(t, "")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"cases.jsonl": `{"name":"a","plan":"plans/p.jsonl","assert":[{"jq":".success"}]}` + "\n" +
+			`{"name":"b","plan":"plans/p.jsonl","flags":{"read_only":true},"assert":[{"jq":".success"}]}` + "\n",
+		"plans/p.jsonl": `{"tool":"final_answer","args":{"answer":"ok"}}` + "\n",
+	})
+	suite := loadSuite(t, dir)
+	never := func(ctx context.Context, s *config.Settings, o agent.Options) (*agent.Runtime, error) {
+		return nil, errors.New("model m.gguf: no such file")
+	}
+	if _, err := Run(context.Background(), suite, Options{Settings: s, Open: never}); err == nil || err.Error() != "model m.gguf: no such file" {
+		t.Fatalf("err = %v, want the runtime's", err)
+	}
+	notReadOnly := func(ctx context.Context, s *config.Settings, o agent.Options) (*agent.Runtime, error) {
+		if s.ReadOnly {
+			return nil, errors.New("no read-only runtime")
+		}
+		return agent.Open(ctx, s, o)
+	}
+	res, err := Run(context.Background(), suite, Options{Settings: s, Open: notReadOnly})
+	if err != nil || len(res) != 2 || !res[0].Passed() || res[1].Error != "no read-only runtime" {
+		t.Fatalf("%+v, %v: want a passed, b's error", res, err)
 	}
 }

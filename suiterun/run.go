@@ -83,6 +83,12 @@ func Run(ctx context.Context, suite *testsuite.Suite, opts Options) ([]testsuite
 			g.items = append(g.items, item{c: p, trial: t})
 		}
 	}
+	// A runtime that opens for no group (the model is not there, the
+	// server's flags are bad) is a suite that cannot run, however many
+	// groups its cases' flags make; one that fails for some groups only is
+	// those cases' error.
+	var firstErr error
+	opened := 0
 	for _, g := range groups {
 		if ctx.Err() != nil {
 			for _, it := range g.items {
@@ -91,15 +97,20 @@ func Run(ctx context.Context, suite *testsuite.Suite, opts Options) ([]testsuite
 			continue
 		}
 		if err := g.run(ctx, opts, add); err != nil {
-			if len(groups) == 1 {
-				return nil, err
+			if firstErr == nil {
+				firstErr = err
 			}
 			for _, it := range g.items {
 				if it.trial == 1 {
 					add(testsuite.TrialResult{Case: it.c.Name, Trial: 1, ExitCode: agent.ExitCode(err), Error: err.Error()})
 				}
 			}
+		} else {
+			opened++
 		}
+	}
+	if opened == 0 && firstErr != nil && ctx.Err() == nil {
+		return nil, firstErr
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]

@@ -28,6 +28,8 @@ type Suite struct {
 const (
 	maxCaseFile   = 16 << 20
 	maxSchemaFile = 1 << 20
+	// maxCheckPath is PATH_MAX: a longer file check path names no file.
+	maxCheckPath = 4096
 )
 
 // Load reads the suite at path: a directory, whose *.jsonl files directly
@@ -300,7 +302,11 @@ func checkFile(f FileCheck, i int, fixture string) error {
 	switch {
 	case f.Path == "":
 		return errors.New(at + ".path: missing")
-	case !filepath.IsLocal(f.Path):
+	case len(f.Path) > maxCheckPath:
+		return fmt.Errorf("%s.path: %d bytes: want at most %d", at, len(f.Path), maxCheckPath)
+	case strings.ContainsRune(f.Path, 0):
+		return fmt.Errorf("%s.path: %q: holds a NUL byte, which no file name has", at, f.Path)
+	case !filepath.IsLocal(f.Path) || filepath.Clean(f.Path) == ".":
 		return fmt.Errorf("%s.path: %q: want a relative path inside the workspace", at, f.Path)
 	case n == 0:
 		return errors.New(at + ": give one of exists, absent, contains or unchanged (true)")

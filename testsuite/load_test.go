@@ -132,6 +132,9 @@ func TestLoadBadCases(t *testing.T) {
 		{"file no kind", `{"name":"x","query":"q","files":[{"path":"a"}]}`, `files[0]: give one of exists, absent, contains or unchanged`},
 		{"file two kinds", `{"name":"x","query":"q","files":[{"path":"a","exists":true,"absent":true}]}`, `files[0]: give only one of`},
 		{"file no path", `{"name":"x","query":"q","files":[{"exists":true}]}`, `files[0].path: missing`},
+		{"file nul", `{"name":"x","query":"q","files":[{"path":"a\u0000b","exists":true}]}`, `files[0].path: "a\x00b": holds a NUL byte`},
+		{"file dot", `{"name":"x","query":"q","files":[{"path":"./","absent":true}]}`, `files[0].path: "./": want a relative path inside the workspace`},
+		{"file long", `{"name":"x","query":"q","files":[{"path":"` + strings.Repeat("a", 5000) + `","exists":true}]}`, `files[0].path: 5000 bytes: want at most 4096`},
 		{"unchanged without fixture", `{"name":"x","query":"q","files":[{"path":"a.txt","unchanged":true}]}`, `files[0].unchanged: the case has no fixture`},
 		{"unchanged not in fixture", `{"name":"x","query":"q","fixture":"fixtures/ok","files":[{"path":"new.txt","unchanged":true}]}`, `files[0].unchanged: new.txt is no regular file in the fixture`},
 	} {

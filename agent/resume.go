@@ -53,6 +53,11 @@ func ResumeJob(ctx context.Context, s *config.Settings, ref string, given func(f
 	if err != nil {
 		return Job{}, err
 	}
+	if _, perr := runrecord.PendingOf(rec.ID, r.Checkpoint); perr == nil {
+		// Killed after it paused (its record reads interrupted): it still
+		// waits for an answer, and a resume would go on without one.
+		return Job{}, badInputf("run %s waits for an answer: tact answer %s", rec.ID, rec.ID)
+	}
 	return Job{Query: rec.Query, PlanName: r.PlanName, PlanData: r.PlanData,
 		Resume: &Resume{From: rec.ID, Checkpoint: r.Checkpoint, Budget: r.Budget}}, nil
 }

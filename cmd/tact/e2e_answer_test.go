@@ -106,6 +106,11 @@ func TestE2EAnswerAfterSIGKILL(t *testing.T) {
 		t.Fatalf("after SIGKILL the history holds %v", recs)
 	}
 	t.Logf("after SIGKILL the paused run's record reads %v", recs[0]["reason"])
+	// Killed after its pause, it still waits: --resume does not go on
+	// without the answer.
+	if code, _, errOut := c.tact("run", "--resume", doc.RunID, "--script", after); code != 2 || !strings.Contains(errOut, "waits for an answer: tact answer "+doc.RunID) {
+		t.Fatalf("--resume of the killed paused run: exit %d, %q", code, errOut)
+	}
 
 	code, out, errOut := c.tact("answer", doc.RunID, "the blue one", "--yes", "--script", after)
 	if code != 0 || strings.TrimSpace(out) != "blue is live" {

@@ -82,9 +82,20 @@ func (c *Case) Check(ctx context.Context, doc []byte, workspace string) []Failur
 	return out
 }
 
+// jqSlots bounds the assertions evaluated at once: each runs in a child
+// process of up to 256 MiB, and --parallel 64 trials checking at once
+// would otherwise hold 16 GiB.
+var jqSlots = make(chan struct{}, 4)
+
 // evalAssert evaluates one assertion; "" when it yielded exactly true,
 // else what it yielded or why it could not run.
 func evalAssert(ctx context.Context, expr string, doc []byte) string {
+	select {
+	case jqSlots <- struct{}{}:
+		defer func() { <-jqSlots }()
+	case <-ctx.Done():
+		return "not evaluated: " + ctx.Err().Error()
+	}
 	out, err := jqx.Eval(ctx, jqx.Request{Expr: expr, Input: doc, MaxResults: 3, MaxOutput: 64 << 10})
 	if err != nil {
 		var fe *jqx.FilterError

@@ -143,3 +143,21 @@ func TestCheckConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// Assertions take one of a few slots (each is a child process of up to
+// 256 MiB): with all taken, one waits, here until its trial is cancelled.
+func TestAssertSlots(t *testing.T) {
+	for range cap(jqSlots) {
+		jqSlots <- struct{}{}
+	}
+	defer func() {
+		for range cap(jqSlots) {
+			<-jqSlots
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if msg := evalAssert(ctx, "true", []byte(doc)); msg != "not evaluated: context canceled" {
+		t.Fatalf("with no slot free: %q", msg)
+	}
+}

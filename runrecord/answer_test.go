@@ -98,6 +98,9 @@ func FuzzMakeAnswer(f *testing.F) {
 			}
 			return
 		}
+		if len(q.Schema) == 0 {
+			return // no schema: any answer stands
+		}
 		if _, err := schema.CheckAnswer(q.Schema, []byte(a.Text)); err != nil {
 			t.Fatalf("answer %q accepted but does not validate: %v", a.Text, err)
 		}

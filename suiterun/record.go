@@ -384,6 +384,16 @@ func readFiles(res *react.Result, workspace string, o RecordOptions) ([]fixtureF
 		return nil, []string{fmt.Sprintf("the run's workspace %s cannot be read (%v): the fixture is empty", workspace, err)}
 	}
 	defer root.Close()
+	// A suite kept inside the workspace it tests is not part of a fixture:
+	// each record would copy the earlier fixtures and cassettes again.
+	inSuite := func(string) bool { return false }
+	if ws, err := filepath.Abs(workspace); err == nil {
+		if su, err := filepath.Abs(o.Suite); err == nil && o.Suite != "" {
+			if r, err := filepath.Rel(ws, su); err == nil && filepath.IsLocal(r) {
+				inSuite = func(p string) bool { return p == r || strings.HasPrefix(p, r+string(filepath.Separator)) }
+			}
+		}
+	}
 	seen := map[string]bool{}
 	var names []string
 	written := map[string]bool{}
@@ -483,6 +493,9 @@ func readFiles(res *react.Result, workspace string, o RecordOptions) ([]fixtureF
 				return nil
 			}
 			if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") && p != rel {
+				return fs.SkipDir
+			}
+			if d.IsDir() && inSuite(filepath.FromSlash(p)) {
 				return fs.SkipDir
 			}
 			if total >= o.MaxTotal {

@@ -339,3 +339,14 @@ func TestReadFilesLeavesSecrets(t *testing.T) {
 		t.Errorf("%d files, notes %q; want 5 files and at most 2 notes", len(files), notes)
 	}
 }
+
+// A suite kept inside the workspace: a record of a run that listed the
+// whole workspace leaves the suite's own files out of the fixture.
+func TestReadFilesSkipsTheSuite(t *testing.T) {
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"a.txt": "a", "suite/cases.jsonl": "{}", "suite/fixtures/old/a.txt": "a"})
+	files, _ := readFiles(resultWithSteps(`{"tool":"list_files","args":{"path":"."}}`), ws, RecordOptions{MaxFile: 100, MaxTotal: 100, Suite: filepath.Join(ws, "suite")})
+	if len(files) != 1 || files[0].rel != "a.txt" {
+		t.Errorf("files %+v, want a.txt alone", files)
+	}
+}

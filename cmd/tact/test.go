@@ -63,7 +63,7 @@ func newTestRunCmd(f *factory, runF func(context.Context, *testRunOptions) error
 			"--base-url) the cases run live, --trials times each, --parallel at once on one\n" +
 			"loaded model, seeds varied. A table goes to stderr, --json prints the report on\n" +
 			"stdout, --junit writes JUnit XML. Exit 0 when every case passed, 13 when some did\n" +
-			"not, 2 when the suite cannot run.",
+			"not, 2 when the suite cannot run, 130 when interrupted (after the report).",
 		Example: "  tact test run suite/\n" +
 			"  tact test run suite/ --model qwen3.5-4b --trials 5 --parallel 4 --junit report.xml",
 		Args: cobra.ExactArgs(1),

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/tactcli/tact/internal/filekind"
 )
@@ -50,7 +51,22 @@ func CompileAnswer(raw []byte) (json.RawMessage, error) {
 		return nil, errors.New("a schema is a JSON object (or true/false)")
 	}
 	compact := json.RawMessage(b.Bytes())
-	if _, err := Compile(compact); err != nil {
+	v, err := Compile(compact)
+	if err == nil {
+		// A schema that refers to itself with nothing in between ({"$ref":
+		// "#"}) compiles, but validating any value ends in a reference
+		// cycle: no answer could ever pass, so say so now rather than
+		// after a run (or a person) has produced one. One probe at the
+		// root finds it; recursion through properties or items ends on
+		// finite data and is fine.
+		var ve *jsonschema.ValidationError
+		if errors.As(v.s.Validate(nil), &ve) {
+			if c := refCycle(ve); c != nil {
+				return nil, fmt.Errorf("no value can validate against it: %s", c.LocalizedString(printer))
+			}
+		}
+	}
+	if err != nil {
 		var sve *jsonschema.SchemaValidationError
 		if errors.As(err, &sve) {
 			var ve *jsonschema.ValidationError
@@ -117,4 +133,17 @@ func CheckAnswer(answer json.RawMessage, value []byte, at ...string) (json.RawMe
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// refCycle is the reference cycle among e's causes, if any.
+func refCycle(e *jsonschema.ValidationError) *kind.RefCycle {
+	if c, ok := e.ErrorKind.(*kind.RefCycle); ok {
+		return c
+	}
+	for _, c := range e.Causes {
+		if k := refCycle(c); k != nil {
+			return k
+		}
+	}
+	return nil
 }

@@ -217,3 +217,22 @@ func TestCompileAnswerBigNumbers(t *testing.T) {
 		}
 	}
 }
+
+// A schema whose root refers to itself with nothing in between compiles
+// in the library but no value can ever validate: refused when compiled,
+// naming the cycle. Recursion through a property is fine.
+func TestCompileAnswerRefCycle(t *testing.T) {
+	for _, s := range []string{
+		`{"$ref":"#"}`,
+		`{"allOf":[{"$ref":"#"}]}`,
+		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`,
+	} {
+		_, err := CompileAnswer([]byte(s))
+		if err == nil || !strings.Contains(err.Error(), "no value can validate against it") || !strings.Contains(err.Error(), "reference cycle") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err %v", s, err)
+		}
+	}
+	if _, err := CompileAnswer([]byte(`{"type":"object","properties":{"next":{"$ref":"#"}}}`)); err != nil {
+		t.Errorf("a recursive list schema: %v", err)
+	}
+}

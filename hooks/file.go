@@ -204,7 +204,7 @@ type member struct {
 // object splits a JSON object into its members in order, refusing any
 // other value and duplicate keys (the second would silently win).
 func (p parser) object(where string, raw json.RawMessage) ([]member, error) {
-	if kind(raw) != "object" {
+	if text.JSONKind(raw) != "object" {
 		return nil, p.errf(where, "want an object, got %s", shown(raw))
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -233,7 +233,7 @@ func (p parser) object(where string, raw json.RawMessage) ([]member, error) {
 }
 
 func (p parser) array(where string, raw json.RawMessage) ([]json.RawMessage, error) {
-	if kind(raw) != "array" {
+	if text.JSONKind(raw) != "array" {
 		return nil, p.errf(where, "want an array, got %s", shown(raw))
 	}
 	var out []json.RawMessage
@@ -245,7 +245,7 @@ func (p parser) array(where string, raw json.RawMessage) ([]json.RawMessage, err
 
 func (p parser) str(where string, raw json.RawMessage) (string, error) {
 	var s string
-	if kind(raw) != "string" || json.Unmarshal(raw, &s) != nil {
+	if text.JSONKind(raw) != "string" || json.Unmarshal(raw, &s) != nil {
 		return "", p.errf(where, "want a string, got %s", shown(raw))
 	}
 	return s, nil
@@ -348,7 +348,7 @@ func (p parser) timeout(where string, raw json.RawMessage) (time.Duration, error
 	bad := func() (time.Duration, error) {
 		return 0, p.errf(where, "want a positive number of seconds, got %s", shown(raw))
 	}
-	if kind(raw) != "number" {
+	if text.JSONKind(raw) != "number" {
 		return bad()
 	}
 	sec, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
@@ -387,33 +387,12 @@ func join(where, key string) string {
 	return where + "." + key
 }
 
-// kind is the JSON type of a valid value.
-func kind(raw json.RawMessage) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "number"
-}
-
 // shown is a value for an error message: short ones as written, long ones
 // clipped, on one line.
 func shown(raw json.RawMessage) string {
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) != nil {
-		return kind(raw)
+		return text.JSONKind(raw)
 	}
 	return text.Clip(buf.String(), 60)
 }

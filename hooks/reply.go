@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // reply is what a hook that exited 0 said on stdout.
@@ -76,8 +78,8 @@ func parseReply(ev Event, stdout []byte) (reply, error) {
 	contexts = append(contexts, c)
 
 	var permission, permissionReason string
-	if raw, ok := obj["hookSpecificOutput"]; ok && kind(raw) != "null" {
-		if kind(raw) != "object" {
+	if raw, ok := obj["hookSpecificOutput"]; ok && text.JSONKind(raw) != "null" {
+		if text.JSONKind(raw) != "object" {
 			return reply{}, fmt.Errorf("hookSpecificOutput: want an object, got %s", shown(raw))
 		}
 		var hso map[string]json.RawMessage
@@ -123,11 +125,11 @@ func parseReply(ev Event, stdout []byte) (reply, error) {
 // replyString is obj[key] as a string: absent or null is "".
 func replyString(obj map[string]json.RawMessage, at, key string) (string, error) {
 	raw, ok := obj[key]
-	if !ok || kind(raw) == "null" {
+	if !ok || text.JSONKind(raw) == "null" {
 		return "", nil
 	}
 	var s string
-	if kind(raw) != "string" || json.Unmarshal(raw, &s) != nil {
+	if text.JSONKind(raw) != "string" || json.Unmarshal(raw, &s) != nil {
 		return "", fmt.Errorf("%s: want a string, got %s", join(at, key), shown(raw))
 	}
 	return s, nil

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // Case is one test case of a suite, read from one line of a case file.
@@ -114,7 +116,7 @@ type Duration time.Duration
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("want a duration string such as \"90s\", got %s", kind(b))
+		return fmt.Errorf("want a duration string such as \"90s\", got %s", text.JSONKind(b))
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {

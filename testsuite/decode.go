@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // A case line is decoded by hand over encoding/json's tokens rather than by
@@ -45,8 +47,8 @@ type member struct {
 // members splits raw (one JSON object) into its members; a duplicate key is
 // an error.
 func members(raw json.RawMessage, path string) ([]member, error) {
-	if kind(raw) != "object" {
-		return nil, errAt(path, "want an object, got %s", kind(raw))
+	if text.JSONKind(raw) != "object" {
+		return nil, errAt(path, "want an object, got %s", text.JSONKind(raw))
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // '{'
@@ -75,35 +77,14 @@ func members(raw json.RawMessage, path string) ([]member, error) {
 
 // elements splits raw (one JSON array) into its elements.
 func elements(raw json.RawMessage, path string) ([]json.RawMessage, error) {
-	if kind(raw) != "array" {
-		return nil, errAt(path, "want an array, got %s", kind(raw))
+	if text.JSONKind(raw) != "array" {
+		return nil, errAt(path, "want an array, got %s", text.JSONKind(raw))
 	}
 	var out []json.RawMessage
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, errAt(path, "%v", err)
 	}
 	return out, nil
-}
-
-// kind names the JSON type of raw as messages say it.
-func kind(raw json.RawMessage) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "number"
 }
 
 func join(path, key string) string {
@@ -125,7 +106,7 @@ func decode(raw json.RawMessage, path string, dst any) error {
 
 func decodeValue(raw json.RawMessage, path string, v reflect.Value) error {
 	t := v.Type()
-	k := kind(raw)
+	k := text.JSONKind(raw)
 	switch {
 	case t == rawType:
 		v.SetBytes(bytes.Clone(bytes.TrimSpace(raw)))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tactcli/tact/internal/filekind"
 	"github.com/tactcli/tact/internal/jqx"
+	"github.com/tactcli/tact/internal/text"
 	"github.com/tactcli/tact/schema"
 )
 
@@ -255,21 +256,21 @@ func regularFile(dir, p, at string) (string, error) {
 // readSchema reads a schema given inline (an object, true or false) or as
 // a file's path (a string), compiled and compact.
 func readSchema(dir string, raw json.RawMessage, at string) (json.RawMessage, error) {
-	text := []byte(raw)
-	if kind(raw) == "string" {
+	src := []byte(raw)
+	if text.JSONKind(raw) == "string" {
 		var p string
 		_ = json.Unmarshal(raw, &p) // kind says it is a string
 		if p == "" {
 			return nil, errors.New(at + ": empty (an inline schema, or a schema file's path)")
 		}
 		var err error
-		text, err = filekind.ReadFile(filekind.Spec{What: "schema file", Max: maxSchemaFile}, resolve(dir, p))
+		src, err = filekind.ReadFile(filekind.Spec{What: "schema file", Max: maxSchemaFile}, resolve(dir, p))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %v", at, p, unwrapFilekind(err))
 		}
 		at += ": " + p
 	}
-	s, err := schema.CompileAnswer(text)
+	s, err := schema.CompileAnswer(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", at, err)
 	}

@@ -147,3 +147,26 @@ func clipStrings(v any, most int) any {
 	}
 	return v
 }
+
+// JSONKind names the JSON type of a valid value as messages say it
+// ("object", "array", "string", "boolean", "null", "number"; "nothing"
+// for no bytes).
+func JSONKind(raw json.RawMessage) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "nothing"
+	}
+	switch t[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}

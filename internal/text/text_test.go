@@ -58,3 +58,11 @@ func TestClipArgs(t *testing.T) {
 		t.Errorf("%d runes for 10001 values", utf8.RuneCountInString(got))
 	}
 }
+
+func TestJSONKind(t *testing.T) {
+	for raw, want := range map[string]string{"": "nothing", " {}": "object", "[1]": "array", `"s"`: "string", "true": "boolean", "false": "boolean", "null": "null", "-1.5": "number"} {
+		if got := JSONKind([]byte(raw)); got != want {
+			t.Errorf("JSONKind(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -323,15 +323,16 @@ func withDefaults(o Options) (Options, error) {
 		o.BatchSize = min(o.BatchSize, o.CtxSize)
 	}
 	switch strings.ToLower(o.FlashAttn) {
-	case "", "auto":
-		o.FlashAttn = "off"
-		if FlashAttnDefault {
-			o.FlashAttn = "on"
-		}
-	case "on", "off":
-		o.FlashAttn = strings.ToLower(o.FlashAttn)
+	case "", "auto", "on", "off":
 	default:
 		return o, fmt.Errorf("flash attention %q: want auto, on or off", o.FlashAttn)
+	}
+	// Resolved once here (FlashAttnOn is the one rule); after this it is
+	// never "auto".
+	if FlashAttnOn(o.FlashAttn) {
+		o.FlashAttn = "on"
+	} else {
+		o.FlashAttn = "off"
 	}
 	o.KVCacheType = strings.ToLower(cmp.Or(o.KVCacheType, "f16"))
 	switch o.KVCacheType {

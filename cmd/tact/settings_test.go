@@ -51,3 +51,27 @@ func TestSamplingOf(t *testing.T) {
 		t.Fatalf("off %+v", sm)
 	}
 }
+
+// --flash-attention alone means on (as the boolean flag it was); a value
+// needs "=", so the query after a bare flag stays the query.
+func TestFlashAttentionFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		want       string
+		positional int
+	}{
+		{nil, "auto", 0},
+		{[]string{"--flash-attention", "why is the disk full?"}, "on", 1},
+		{[]string{"--flash-attention=off"}, "off", 0},
+	} {
+		s := &config.Settings{FlashAttn: "auto"}
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		addModelFlags(fs, s)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if s.FlashAttn != tc.want || fs.NArg() != tc.positional {
+			t.Errorf("%v: FlashAttn %q, %d arguments; want %q, %d", tc.args, s.FlashAttn, fs.NArg(), tc.want, tc.positional)
+		}
+	}
+}

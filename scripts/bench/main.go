@@ -57,6 +57,7 @@ var (
 	gpuLayersFlag   = flag.Int("gpu-layers", 0, "layers to offload to a GPU backend in the backend part, tact's and the bare loop's alike (scripts/build-cuda.sh; 0: CPU only)")
 	repeatFlag      = flag.Int("repeat", 5, "repetitions of each throughput measurement (the best counts)")
 	reactRepeatFlag = flag.Int("react-repeat", 2, "repetitions of each ReAct run (the fastest counts)")
+	roundsFlag      = flag.Int("rounds", 1, "peers: run the whole line-up this many times, each row keeping its best (evens out the machine's drift between engines)")
 	promptFlag      = flag.Int("prompt-tokens", 512, "prompt length for the throughput measurement")
 	genFlag         = flag.Int("gen-tokens", 64, "tokens generated per throughput measurement")
 	stepsFlag       = flag.Int("steps", 8, "ReAct steps")

@@ -96,23 +96,45 @@ type peerGroup struct {
 	rows  []*peerResult
 }
 
+// peerRows measures every engine on one model. With -rounds above 1 the
+// whole line-up runs again and each row keeps its best figures: this VM's
+// speed drifts by 10-20% over minutes, and engines measured one after the
+// other would otherwise each get a different slice of that drift.
 func peerRows(path string, threads int) (peerGroup, error) {
 	g := peerGroup{model: filepath.Base(path)}
 	if info, err := models.Inspect(path); err == nil {
 		g.model = cmp.Or(info.Quantization, g.model)
 	}
-	progress("peers: model %s (%s)", path, g.model)
+	for round := range max(*roundsFlag, 1) {
+		if *roundsFlag > 1 {
+			progress("peers: round %d of %d", round+1, *roundsFlag)
+		}
+		rows, w, err := peerRound(path, threads, g.w)
+		if err != nil {
+			return g, err
+		}
+		g.w = w
+		g.rows = bestRows(g.rows, rows)
+	}
+	return g, nil
+}
+
+// peerRound runs each engine once, in a fixed order; w is nil on the first
+// round (the workload is drawn with the first backend's tokenizer).
+func peerRound(path string, threads int, w *peerWorkload) ([]*peerResult, *peerWorkload, error) {
+	progress("peers: model %s", path)
 	lockDir, err := os.MkdirTemp("", "tact-bench-lock-")
 	if err != nil {
-		return g, err
+		return nil, w, err
 	}
 	defer os.RemoveAll(lockDir)
 	be, err := newBackend(llamacpp.Options{ModelPath: path, Threads: threads, CtxSize: ctxSize, BatchSize: batchSize, Verbose: *verboseFlag, CPULockDir: lockDir})
 	if err != nil {
-		return g, err
+		return nil, w, err
 	}
-	w := newPeerWorkload(be, path, threads)
-	g.w = w
+	if w == nil {
+		w = newPeerWorkload(be, path, threads)
+	}
 
 	progress("peers: tact, %s provider", llamacpp.ProviderName)
 	tact := tactPeer(be, w)
@@ -143,8 +165,37 @@ func peerRows(path string, threads int) (peerGroup, error) {
 	ollama := ollamaPeer(w)
 	ollama.name = "ollama " + ollama.Version + " /api/generate"
 
-	g.rows = append(rows, node, ollama)
-	return g, nil
+	return append(rows, node, ollama), w, nil
+}
+
+// bestRows folds one round into the rows so far: the higher rates and the
+// shorter ReAct times; a row that failed in any round shows the failure.
+func bestRows(sofar, round []*peerResult) []*peerResult {
+	if sofar == nil {
+		return round
+	}
+	for i, r := range round {
+		b := sofar[i]
+		switch {
+		case b.err != nil:
+			continue
+		case r.err != nil:
+			sofar[i] = r
+			continue
+		}
+		b.PromptRate = max(b.PromptRate, r.PromptRate)
+		b.GenRate = max(b.GenRate, r.GenRate)
+		b.ReactReuse = fasterReact(b.ReactReuse, r.ReactReuse)
+		b.ReactCold = fasterReact(b.ReactCold, r.ReactCold)
+	}
+	return sofar
+}
+
+func fasterReact(a, b *peerReact) *peerReact {
+	if a == nil || (b != nil && b.WallS < a.WallS) {
+		return b
+	}
+	return a
 }
 
 func newPeerWorkload(be *llamacpp.Backend, path string, threads int) *peerWorkload {
@@ -439,7 +490,7 @@ func reportPeers(groups []peerGroup) {
 		}
 	}
 	fmt.Println()
-	fmt.Println("Rates: prompt tokens over the prompt's evaluation (ollama: its own prompt_eval timing), generation from the median time between tokens (ollama: eval_count over eval_duration); best of the repetitions. ReAct: wall time of the calls, the fastest repetition; every engine gets the same prompts (fixed replies); ollama's \"evaluated\" counts its cached tokens too, as its API reports them. Ratios are to the first tact row of the same model.")
+	fmt.Println("Rates: prompt tokens over the prompt's evaluation (ollama: its own prompt_eval timing), generation from the median time between tokens (ollama: eval_count over eval_duration); best of the repetitions (and of the -rounds: the whole line-up run again, in the same order). ReAct: wall time of the calls, the fastest repetition; every engine gets the same prompts (fixed replies); ollama's \"evaluated\" counts its cached tokens too, as its API reports them. Ratios are to the first tact row of the same model.")
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " | ") }

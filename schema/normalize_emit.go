@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
@@ -129,9 +130,9 @@ func (n *normalizer) emitNode(x *norm) *object {
 	}
 	if x.lo.set || x.hi.set {
 		switch {
-		case x.types != nil && contains(x.types, "integer"):
+		case x.types != nil && slices.Contains(x.types, "integer"):
 			n.emitIntBounds(o, x)
-			if contains(x.types, "number") {
+			if slices.Contains(x.types, "number") {
 				n.loose("minimum/maximum")
 			}
 		case has("number"):
@@ -439,4 +440,72 @@ func safeValue(v any) bool {
 		}
 	}
 	return true
+}
+
+// object is a decoded JSON object that keeps its keys' order: llama.cpp
+// emits properties in schema order, and a client orders them on purpose.
+type object struct {
+	keys []string
+	vals map[string]any
+}
+
+func newObject() *object { return &object{vals: map[string]any{}} }
+
+func (o *object) set(k string, v any) {
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+func (o *object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		vb, err := json.Marshal(o.vals[k])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func typeOf(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number:
+		if f, err := strconv.ParseFloat(string(t), 64); err == nil && f == math.Trunc(f) {
+			return "integer"
+		}
+		return "number"
+	case []any:
+		return "array"
+	}
+	return "object"
+}
+
+// hasType: types allow t ("number" allows integers).
+func hasType(types []string, t string) bool {
+	for _, x := range types {
+		if x == t || (t == "integer" && x == "number") {
+			return true
+		}
+	}
+	return false
 }

@@ -6,49 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 )
 
-// Decoding and encoding of schemas as ordered JSON, and JSON value helpers.
-
-// object is a decoded JSON object that keeps its keys' order: llama.cpp
-// emits properties in schema order, and a client orders them on purpose.
-type object struct {
-	keys []string
-	vals map[string]any
-}
-
-func newObject() *object { return &object{vals: map[string]any{}} }
-
-func (o *object) set(k string, v any) {
-	if _, ok := o.vals[k]; !ok {
-		o.keys = append(o.keys, k)
-	}
-	o.vals[k] = v
-}
-
-func (o *object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, k := range o.keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		vb, err := json.Marshal(o.vals[k])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(vb)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+// Decoding a schema as ordered JSON, and number helpers; the ordered object
+// itself is written out in normalize_emit.go.
 
 // decodeOrdered decodes one JSON value (objects as *object, numbers as
 // json.Number), refusing nesting deeper than maxDepth; objects counts the
@@ -110,25 +71,6 @@ func decodeOrdered(data []byte, maxDepth int) (v any, objects int, err error) {
 		return nil, 0, errors.New("schema: invalid JSON: trailing data after the first value")
 	}
 	return v, objects, nil
-}
-
-func typeOf(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if f, err := strconv.ParseFloat(string(t), 64); err == nil && f == math.Trunc(f) {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	}
-	return "object"
 }
 
 func intOf(v any) (int64, bool) {

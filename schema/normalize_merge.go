@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // Merging schemas (allOf, keywords beside $ref or anyOf) while normalizing.
@@ -179,57 +180,19 @@ func (n *normalizer) mergeBranches(a, b *norm) *norm {
 	return anyOfNorm(out)
 }
 
-// hasType: types allow t ("number" allows integers).
-func hasType(types []string, t string) bool {
-	for _, x := range types {
-		if x == t || (t == "integer" && x == "number") {
-			return true
-		}
-	}
-	return false
-}
-
 func intersectTypes(a, b []string) []string {
 	out := []string{}
 	for _, t := range a {
 		switch {
-		case contains(b, t):
+		case slices.Contains(b, t):
 			out = append(out, t)
-		case t == "number" && contains(b, "integer"):
+		case t == "number" && slices.Contains(b, "integer"):
 			out = append(out, "integer")
-		case t == "integer" && contains(b, "number"):
+		case t == "integer" && slices.Contains(b, "number"):
 			out = append(out, "integer")
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// union is a's strings then b's not in a, each once.
-func union(a, b []string) []string {
-	seen := make(map[string]bool, len(a)+len(b))
-	var out []string
-	for _, s := range append(append([]string(nil), a...), b...) {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func sameJSON(a, b any) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
 func maxSet(a, b int) int {
@@ -265,4 +228,23 @@ func tighter(a, b bound, lower bool) bound {
 		return b
 	}
 	return a
+}
+
+// union is a's strings then b's not in a, each once.
+func union(a, b []string) []string {
+	seen := make(map[string]bool, len(a)+len(b))
+	var out []string
+	for _, s := range append(append([]string(nil), a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }

@@ -14,6 +14,107 @@ import (
 	"github.com/tactcli/tact/tools"
 )
 
+// A plan's arguments: their kinds, and the parameters a saved plan binds.
+
+// ArgKind classifies an argument value.
+type ArgKind int
+
+const (
+	ArgLiteral ArgKind = iota
+	ArgFill            // "": one model call fills it
+	ArgJQ              // {"$jq": EXPR}
+	ArgParam           // {"$param": NAME}: the value tact exec is given for NAME
+)
+
+// ClassifyArg says what kind of value raw is; for ArgJQ it returns the
+// expression, for ArgParam the parameter's name.
+func ClassifyArg(raw json.RawMessage) (ArgKind, string) {
+	t := bytes.TrimSpace(raw)
+	if string(t) == `""` {
+		return ArgFill, ""
+	}
+	if len(t) > 0 && t[0] == '{' {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(t, &m) == nil && len(m) == 1 {
+			if e, ok := m["$jq"]; ok {
+				var expr string
+				if json.Unmarshal(e, &expr) == nil {
+					return ArgJQ, expr
+				}
+			}
+			if e, ok := m["$param"]; ok {
+				var name string
+				if json.Unmarshal(e, &name) == nil {
+					return ArgParam, name
+				}
+			}
+		}
+	}
+	return ArgLiteral, ""
+}
+
+// checkArgs is CheckStep once the step's tool is known.
+func checkArgs(s *Step, t tools.Tool) error {
+	if s.Args == nil {
+		s.Args = map[string]json.RawMessage{}
+	}
+	literal := map[string]json.RawMessage{}
+	for _, k := range slices.Sorted(maps.Keys(s.Args)) {
+		v := s.Args[k]
+		kind, expr := ClassifyArg(v)
+		switch kind {
+		case ArgJQ:
+			// Bounded (jqx.MaxFilterBytes, long filters compiled in a
+			// child process): plans come from files, models and
+			// `tact serve` clients.
+			if err := jqx.Check(expr, "$state", "$params"); err != nil {
+				return fmt.Errorf("argument %q: invalid $jq expression: %v", k, err)
+			}
+		case ArgParam:
+			if !validParamName(expr) {
+				return fmt.Errorf("argument %q: invalid parameter name %q (want letters, digits and _, not starting with a digit)", k, expr)
+			}
+		case ArgLiteral:
+			if c, ok := t.(tools.LiteralChecker); ok {
+				handled, err := c.CheckLiteral(k, v)
+				if err != nil {
+					return fmt.Errorf("arguments for %s: %v", s.Tool, err)
+				}
+				if handled {
+					continue
+				}
+			}
+			literal[k] = v
+		}
+	}
+	// Checked here, not at run time: a row missing a required argument
+	// could only fail when it runs, after earlier steps had their effects.
+	var shape struct {
+		Required []string `json:"required"`
+	}
+	if err := json.Unmarshal(t.Schema(), &shape); err != nil {
+		return fmt.Errorf("tool %s: bad schema: %v", s.Tool, err)
+	}
+	for _, name := range shape.Required {
+		if _, ok := s.Args[name]; !ok {
+			return fmt.Errorf("arguments for %s: missing required argument %q", s.Tool, name)
+		}
+	}
+	partial, err := schema.Partial(t.Schema())
+	if err != nil {
+		return fmt.Errorf("tool %s: bad schema: %v", s.Tool, err)
+	}
+	v, err := schema.Compile(partial)
+	if err != nil {
+		return fmt.Errorf("tool %s: %v", s.Tool, err)
+	}
+	b, _ := json.Marshal(literal)
+	if _, err := v.ValidateJSON(b); err != nil {
+		return fmt.Errorf("arguments for %s: %v", s.Tool, err)
+	}
+	return nil
+}
+
 // ParamSpec declares one plan parameter in the header's "params".
 type ParamSpec struct {
 	Description string `json:"description,omitempty"`
@@ -195,7 +296,7 @@ func bindStep(s *Step, values map[string]json.RawMessage, all []byte, reg *tools
 		}
 	}
 	if bound {
-		return CheckStep(s, reg)
+		return checkArgs(s, t)
 	}
 	return nil
 }

@@ -8,12 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/tactcli/tact/internal/jqx"
-	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/tools"
 )
 
@@ -230,43 +227,6 @@ func jsonErr(err error) string {
 	return err.Error()
 }
 
-// ArgKind classifies an argument value.
-type ArgKind int
-
-const (
-	ArgLiteral ArgKind = iota
-	ArgFill            // "": one model call fills it
-	ArgJQ              // {"$jq": EXPR}
-	ArgParam           // {"$param": NAME}: the value tact exec is given for NAME
-)
-
-// ClassifyArg says what kind of value raw is; for ArgJQ it returns the
-// expression, for ArgParam the parameter's name.
-func ClassifyArg(raw json.RawMessage) (ArgKind, string) {
-	t := bytes.TrimSpace(raw)
-	if string(t) == `""` {
-		return ArgFill, ""
-	}
-	if len(t) > 0 && t[0] == '{' {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(t, &m) == nil && len(m) == 1 {
-			if e, ok := m["$jq"]; ok {
-				var expr string
-				if json.Unmarshal(e, &expr) == nil {
-					return ArgJQ, expr
-				}
-			}
-			if e, ok := m["$param"]; ok {
-				var name string
-				if json.Unmarshal(e, &name) == nil {
-					return ArgParam, name
-				}
-			}
-		}
-	}
-	return ArgLiteral, ""
-}
-
 // CheckStep validates a step against the registry: known tool, args an
 // object, every required argument present ("" to fill, {"$jq": ...} and
 // {"$param": ...} count as present), $jq expressions that compile, and
@@ -280,69 +240,7 @@ func CheckStep(s *Step, reg *tools.Registry) error {
 	if !ok {
 		return fmt.Errorf("unknown tool %q (known: %s)", s.Tool, strings.Join(reg.Names(), ", "))
 	}
-	if s.Args == nil {
-		s.Args = map[string]json.RawMessage{}
-	}
-	literal := map[string]json.RawMessage{}
-	keys := make([]string, 0, len(s.Args))
-	for k := range s.Args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := s.Args[k]
-		kind, expr := ClassifyArg(v)
-		switch kind {
-		case ArgJQ:
-			// Bounded (jqx.MaxFilterBytes, long filters compiled in a
-			// child process): plans come from files, models and
-			// `tact serve` clients.
-			if err := jqx.Check(expr, "$state", "$params"); err != nil {
-				return fmt.Errorf("argument %q: invalid $jq expression: %v", k, err)
-			}
-		case ArgParam:
-			if !validParamName(expr) {
-				return fmt.Errorf("argument %q: invalid parameter name %q (want letters, digits and _, not starting with a digit)", k, expr)
-			}
-		case ArgLiteral:
-			if c, ok := t.(tools.LiteralChecker); ok {
-				handled, err := c.CheckLiteral(k, v)
-				if err != nil {
-					return fmt.Errorf("arguments for %s: %v", s.Tool, err)
-				}
-				if handled {
-					continue
-				}
-			}
-			literal[k] = v
-		}
-	}
-	// Checked here, not at run time: a row missing a required argument
-	// could only fail when it runs, after earlier steps had their effects.
-	var shape struct {
-		Required []string `json:"required"`
-	}
-	if err := json.Unmarshal(t.Schema(), &shape); err != nil {
-		return fmt.Errorf("tool %s: bad schema: %v", s.Tool, err)
-	}
-	for _, name := range shape.Required {
-		if _, ok := s.Args[name]; !ok {
-			return fmt.Errorf("arguments for %s: missing required argument %q", s.Tool, name)
-		}
-	}
-	partial, err := schema.Partial(t.Schema())
-	if err != nil {
-		return fmt.Errorf("tool %s: bad schema: %v", s.Tool, err)
-	}
-	v, err := schema.Compile(partial)
-	if err != nil {
-		return fmt.Errorf("tool %s: %v", s.Tool, err)
-	}
-	b, _ := json.Marshal(literal)
-	if _, err := v.ValidateJSON(b); err != nil {
-		return fmt.Errorf("arguments for %s: %v", s.Tool, err)
-	}
-	return nil
+	return checkArgs(s, t)
 }
 
 // NeedsModel reports whether any argument must be filled by a model.

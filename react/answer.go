@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tactcli/tact/internal/text"
 
 	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/tools"
@@ -105,7 +106,7 @@ func (r *run) shapeAnswer(answer string) (json.RawMessage, error) {
 			return v, nil
 		}
 	}
-	str, err := marshalNoEscape(answer)
+	str, err := text.JSON(answer)
 	if err != nil {
 		return nil, err
 	}

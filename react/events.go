@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tactcli/tact/internal/text"
 	"strings"
 	"sync"
 	"time"
@@ -158,12 +159,12 @@ func (r *run) emit(event string, fields map[string]any) {
 	}
 	out := make(map[string]any, len(fields))
 	for k, v := range fields {
-		b, err := marshalNoEscape(v)
+		b, err := text.JSON(v)
 		if err != nil {
 			out[k] = v
 			continue
 		}
-		out[k] = json.RawMessage(r.redactJSON(b))
+		out[k] = json.RawMessage(redact.RedactJSONWith(b, r.e.Redact))
 	}
 	r.e.Events.Handle(Event{RunID: r.id, Type: event, Time: time.Now(), Fields: out, Ctx: r.ctx})
 }

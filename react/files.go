@@ -61,12 +61,3 @@ func (r *run) fileHint(f ContextFile) cutHint {
 	}
 	return hintFor(tools.ReadFile{}, args)
 }
-
-// FileNames are the names of the context files, for events and records.
-func FileNames(files []ContextFile) []string {
-	var out []string
-	for _, f := range files {
-		out = append(out, f.Name)
-	}
-	return out
-}

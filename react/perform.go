@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tactcli/tact/internal/text"
 	"strings"
 	"time"
 
@@ -402,7 +403,7 @@ func (r *run) addTranscript(te planner.TranscriptEntry) {
 // written as if the model had chosen it, then its observation follows.
 func (r *run) appendExchange(act Action, source string, obs prompt.Observation) {
 	if source == "plan" {
-		b, _ := marshalNoEscape(act)
+		b, _ := text.JSON(act)
 		r.addMsg(llm.RoleAssistant, string(b))
 	}
 	r.addMsg(llm.RoleUser, prompt.Render("observation", obs))

@@ -185,11 +185,8 @@ func argsJSON(m map[string]json.RawMessage) json.RawMessage {
 	if dec.Decode(&v) != nil {
 		return b
 	}
-	if out, err := marshalNoEscape(v); err == nil {
+	if out, err := text.JSON(v); err == nil {
 		return out
 	}
 	return b
 }
-
-// marshalNoEscape is json.Marshal without HTML escaping.
-func marshalNoEscape(v any) ([]byte, error) { return text.JSON(v) }

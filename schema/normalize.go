@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -357,8 +358,8 @@ func (n *normalizer) walkObject(o *object, base *url.URL, depth int) *norm {
 		case "required":
 			if list, ok := v.([]any); ok {
 				for _, e := range list {
-					if s, ok := e.(string); ok {
-						x.required = append(x.required, s)
+					if s, ok := e.(string); ok && !slices.Contains(x.required, s) {
+						x.required = append(x.required, s) // each once: merge and emit rely on it
 					}
 				}
 			}

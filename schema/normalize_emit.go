@@ -173,7 +173,7 @@ func (n *normalizer) emitObject(o *object, x *norm, root bool) {
 	for _, p := range props {
 		named[p.name] = true
 	}
-	req := union(nil, x.required)
+	req := x.required
 	for _, r := range req {
 		if !named[r] {
 			if x.addlFalse && !x.patternProps {

@@ -18,6 +18,7 @@ import (
 	"github.com/tactcli/tact/planner"
 	"github.com/tactcli/tact/react"
 	"github.com/tactcli/tact/runrecord"
+	"github.com/tactcli/tact/schema"
 	"github.com/tactcli/tact/tools"
 )
 
@@ -143,17 +144,17 @@ func (rt *Runtime) Plan(ctx context.Context, job Job) (plan *planner.Plan, usage
 // could not start (bad input, no model, a window too small, a planning
 // failure) and is typed (KindOf).
 func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err error) {
+	if job.Resume != nil && job.Resume.Release != nil {
+		// Runs after the record's end below: the next answer's check
+		// finds this run once the lock is free (and on every early return).
+		defer rt.releaseAnswer(job.Resume.Release)
+	}
 	if job.ID != "" {
 		// A front end passes a client's id on; one that did not check it
 		// still never hands a NUL or a path to a hook.
 		if err := react.CheckRunID(job.ID); err != nil {
 			return nil, badInputf("run id: %v", err)
 		}
-	}
-	if job.Resume != nil && job.Resume.Release != nil {
-		// Runs after the record's end below: the next answer's check
-		// finds this run once the lock is free.
-		defer rt.releaseAnswer(job.Resume.Release)
 	}
 	if job.Resume != nil && job.Resume.Answer != nil && rt.hist == nil {
 		return nil, errNoHistoryAnswer
@@ -182,7 +183,13 @@ func (rt *Runtime) Run(ctx context.Context, job Job) (res *react.Result, err err
 		return nil, badInput(err)
 	}
 	if job.Resume != nil && len(job.Resume.Checkpoint) > 0 {
-		return rt.resume(ctx, l, job)
+		var cp react.Checkpoint
+		if err := json.Unmarshal(job.Resume.Checkpoint, &cp); err != nil {
+			l.start(job.Query)
+			return nil, badInputf("run %s: its checkpoint does not read: %v", job.Resume.From, err)
+		}
+		l.start(cp.Query)
+		return rt.resume(ctx, l, job, &cp)
 	}
 	plan, query, err := rt.savedPlan(l, job)
 	if err != nil {
@@ -284,14 +291,9 @@ func (rt *Runtime) planFor(ctx context.Context, l *life, query string) (*planner
 	return nil, usage, err
 }
 
-// resume goes on with the run job.Resume names from its checkpoint.
-func (rt *Runtime) resume(ctx context.Context, l *life, job Job) (*react.Result, error) {
-	var cp react.Checkpoint
-	if err := json.Unmarshal(job.Resume.Checkpoint, &cp); err != nil {
-		l.start(job.Query)
-		return nil, badInputf("run %s: its checkpoint does not read: %v", job.Resume.From, err)
-	}
-	l.start(cp.Query)
+// resume goes on with the run job.Resume names from its checkpoint cp
+// (read, and the run started, by Run).
+func (rt *Runtime) resume(ctx context.Context, l *life, job Job, cp *react.Checkpoint) (*react.Result, error) {
 	ctx = l.callInfo(ctx, cp.Query)
 	if rt.noModel != nil && (len(cp.Plan) == 0 || cp.State.PendingPlanStep == 0) {
 		return nil, rt.needModel("resuming run "+job.Resume.From, "; its next action comes from the model")
@@ -303,9 +305,9 @@ func (rt *Runtime) resume(ctx context.Context, l *life, job Job) (*react.Result,
 	var res *react.Result
 	var err error
 	if a := job.Resume.Answer; a != nil {
-		res, err = ex.ResumeAnswer(ctx, l.id, &cp, *a)
+		res, err = ex.ResumeAnswer(ctx, l.id, cp, *a)
 	} else {
-		res, err = ex.Resume(ctx, l.id, &cp, job.Resume.Budget)
+		res, err = ex.Resume(ctx, l.id, cp, job.Resume.Budget)
 	}
 	if err != nil {
 		return nil, badInputf("run %s: %v", job.Resume.From, err)
@@ -511,7 +513,7 @@ func (rt *Runtime) newLife(job Job) *life {
 		s = job.Settings
 	}
 	l := &life{rt: rt, s: s, id: id, env: rt.Env, sink: react.Sinks{rt.events, job.Events}, files: job.Files, jobGate: job.Gate, pause: job.Pause,
-		fileNames: react.FileNames(job.Files), instructions: rt.projectInstructions(s)}
+		fileNames: fileNames(job.Files), instructions: rt.projectInstructions(s)}
 	if job.Conversation != nil {
 		l.turn, l.convID, l.earlier = job.Conversation.next()
 	}
@@ -530,29 +532,30 @@ func (l *life) start(query string) {
 		return
 	}
 	l.started = true
-	fields := map[string]any{"query": l.rt.Redactor.Redact(query), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"], "sandbox": l.env.SandboxInfo()}
-	if l.convID != "" {
-		fields["conversation"], fields["turn"] = l.convID, l.turn
-	}
-	if l.resumedFrom != "" {
-		fields["resumed_from"] = l.resumedFrom // its span names the run it goes on with
-	}
-	if len(l.fileNames) > 0 {
-		names := make([]string, len(l.fileNames))
-		for i, n := range l.fileNames {
-			names[i] = l.rt.Redactor.Redact(n)
-		}
-		fields["files"] = names
-	}
-	if len(l.instructions.Files) > 0 {
-		fields["project_instructions"] = l.instructions.Files
-	}
+	fields := map[string]any{"sandbox": l.env.SandboxInfo(), "mode": l.rt.opts.Mode, "backend": l.rt.Info["backend"]}
 	if len(l.answer) > 0 {
 		// What tact's grammar leaves to the validator (dry run, -v).
 		if g, err := grammar.FromSchema(l.answer); err == nil && len(g.Widened) > 0 {
 			fields["answer_schema_widened"] = g.Widened
 			slog.Debug("answer schema: the grammar widens what the validator then checks", "run", l.id, "keywords", g.Widened)
 		}
+	}
+	if l.convID != "" {
+		fields["conversation"], fields["turn"] = l.convID, l.turn
+	}
+	if l.resumedFrom != "" {
+		fields["resumed_from"] = l.resumedFrom // its span names the run it goes on with
+	}
+	if len(l.instructions.Files) > 0 {
+		fields["project_instructions"] = l.instructions.Files
+	}
+	fields["query"] = l.rt.Redactor.Redact(query)
+	if len(l.fileNames) > 0 {
+		names := make([]string, len(l.fileNames))
+		for i, n := range l.fileNames {
+			names[i] = l.rt.Redactor.Redact(n)
+		}
+		fields["files"] = names
 	}
 	l.emit(react.EventRunStart, fields)
 }
@@ -596,7 +599,7 @@ func (l *life) useWorkspace(dir string) error {
 	own.Workspace = env.Workspace
 	l.env = &own
 	if l.s.ProjectInstructions {
-		in, err := instructions.Load(own.Workspace)
+		in, err := instructions.Read(own.Workspace)
 		if err != nil {
 			slog.Warn("running without the project instructions", "err", err)
 			in = instructions.Instructions{}
@@ -615,4 +618,61 @@ func (l *life) callInfo(ctx context.Context, query string) context.Context {
 		l.emit(react.EventModelReply, map[string]any{"kind": req.Kind, "prompt_digest": llm.PromptDigest(req.Messages, q),
 			"reply": l.rt.Redactor.Redact(strings.ToValidUTF8(resp.Text, "\uFFFD")), "token_usage": resp.Usage})
 	}})
+}
+
+// Sampling maps the validated settings to the backend's sampling: for the
+// backend a zero field means "its default", so the CLI's 0 ("off") for
+// --top-k and --min-p becomes the backend's negative "off".
+func Sampling(s *config.Settings) llm.Sampling {
+	sm := llm.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, Seed: s.Seed}
+	if sm.TopK == 0 {
+		sm.TopK = -1
+	}
+	if sm.MinP == 0 {
+		sm.MinP = -1
+	}
+	return sm
+}
+
+// MaxPlanSteps bounds plans in the planner's schema (and so its grammar): a
+// small local model is better at short plans, and replans can extend them.
+const MaxPlanSteps = 12
+
+// planMaxTokens gives the planner room for several steps.
+func planMaxTokens(s *config.Settings) int {
+	if s.MaxTokens <= 0 {
+		return 0
+	}
+	return s.MaxTokens * 4
+}
+
+// answerSchema is the --schema setting's JSON Schema, compacted (nil:
+// none); an error names the setting and, for a schema that breaks the
+// meta-schema, the keyword's path.
+func answerSchema(s *config.Settings) (json.RawMessage, error) {
+	if strings.TrimSpace(s.Schema) == "" {
+		return nil, nil
+	}
+	raw, err := schema.ReadAnswer(s.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("--schema: %v", err)
+	}
+	return raw, nil
+}
+
+// projectInstructions are the instructions a job with settings s gets.
+func (rt *Runtime) projectInstructions(s *config.Settings) instructions.Instructions {
+	if !s.ProjectInstructions {
+		return instructions.Instructions{}
+	}
+	return rt.instructions
+}
+
+// fileNames are the names of the user's context files (-f), in order.
+func fileNames(files []react.ContextFile) []string {
+	var out []string
+	for _, f := range files {
+		out = append(out, f.Name)
+	}
+	return out
 }

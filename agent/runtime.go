@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -306,32 +305,6 @@ func (rt *Runtime) Model() llm.ModelInfo { return llm.InfoOf(rt.Backend) }
 // (llm.Concurrent; llm.Unbounded when they never wait for each other).
 func (rt *Runtime) Concurrency() int { return llm.ConcurrencyOf(rt.Backend) }
 
-// Sampling maps the validated settings to the backend's sampling: for the
-// backend a zero field means "its default", so the CLI's 0 ("off") for
-// --top-k and --min-p becomes the backend's negative "off".
-func Sampling(s *config.Settings) llm.Sampling {
-	sm := llm.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, Seed: s.Seed}
-	if sm.TopK == 0 {
-		sm.TopK = -1
-	}
-	if sm.MinP == 0 {
-		sm.MinP = -1
-	}
-	return sm
-}
-
-// MaxPlanSteps bounds plans in the planner's schema (and so its grammar): a
-// small local model is better at short plans, and replans can extend them.
-const MaxPlanSteps = 12
-
-// planMaxTokens gives the planner room for several steps.
-func planMaxTokens(s *config.Settings) int {
-	if s.MaxTokens <= 0 {
-		return 0
-	}
-	return s.MaxTokens * 4
-}
-
 // validate checks what config cannot: the sandbox mode, --stop-when must
 // compile, and --threads is capped at the CPUs present (with a warning).
 func validate(s *config.Settings) error {
@@ -350,20 +323,6 @@ func validate(s *config.Settings) error {
 		slog.Warn(w)
 	}
 	return nil
-}
-
-// answerSchema is the --schema setting's JSON Schema, compacted (nil:
-// none); an error names the setting and, for a schema that breaks the
-// meta-schema, the keyword's path.
-func answerSchema(s *config.Settings) (json.RawMessage, error) {
-	if strings.TrimSpace(s.Schema) == "" {
-		return nil, nil
-	}
-	raw, err := schema.ReadAnswer(s.Schema)
-	if err != nil {
-		return nil, fmt.Errorf("--schema: %v", err)
-	}
-	return raw, nil
 }
 
 // ExitCode is the process exit code tact documents for an engine error.
@@ -386,7 +345,7 @@ func ExitCode(err error) int {
 // loadInstructions reads the workspace's project instructions; one that
 // cannot be read is a warning, not the end of the run.
 func (rt *Runtime) loadInstructions() {
-	in, err := instructions.Load(rt.Env.Workspace)
+	in, err := instructions.Read(rt.Env.Workspace)
 	if err != nil {
 		slog.Warn("running without the project instructions", "err", err)
 		return
@@ -399,12 +358,4 @@ func (rt *Runtime) loadInstructions() {
 		slog.Debug("project instructions", "root", in.Root, "files", in.Files, "bytes", len(in.Text), "cut", in.Cut,
 			"text", rt.Redactor.Redact(in.Text))
 	}
-}
-
-// projectInstructions are the instructions a job with settings s gets.
-func (rt *Runtime) projectInstructions(s *config.Settings) instructions.Instructions {
-	if !s.ProjectInstructions {
-		return instructions.Instructions{}
-	}
-	return rt.instructions
 }

@@ -43,10 +43,10 @@ type Instructions struct {
 	Refused string
 }
 
-// Load reads the project instructions of workspace (a real path, symlinks
+// Read reads the project instructions of workspace (a real path, symlinks
 // resolved, as tools.Env holds it). A file that is not a regular text file
 // is skipped; an error is only for a directory or file that cannot be read.
-func Load(workspace string) (Instructions, error) {
+func Read(workspace string) (Instructions, error) {
 	rootDir := gitRoot(workspace)
 	in := Instructions{Root: rootDir}
 	if why := untrustedRoot(rootDir); why != "" && rootDir != workspace {

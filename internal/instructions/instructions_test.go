@@ -17,7 +17,7 @@ func write(t *testing.T, path, content string) {
 	}
 }
 
-func TestLoad(t *testing.T) {
+func TestRead(t *testing.T) {
 	tests := []struct {
 		name      string
 		files     map[string]string // relative to the temp dir; "" content with .git/ makes a git root
@@ -88,7 +88,7 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, err := Load(ws)
+			in, err := Read(ws)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestLoadCaps(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, ".git", "HEAD"), "x")
 	write(t, filepath.Join(dir, "AGENTS.md"), strings.Repeat("é", MaxBytes))
-	in, err := Load(dir)
+	in, err := Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestUntrustedGitRoot(t *testing.T) {
 		if err := os.Chown(p, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		in, err := Load(filepath.Join(dir, "ws"))
+		in, err := Read(filepath.Join(dir, "ws"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestUntrustedGitRoot(t *testing.T) {
 		}
 	}
 	// Root's own git root is used.
-	in, err := Load(filepath.Join(dir, "ws"))
+	in, err := Read(filepath.Join(dir, "ws"))
 	if err != nil || !strings.Contains(in.Text, "evil") || in.Refused != "" {
 		t.Fatalf("%+v %v", in, err)
 	}

@@ -32,3 +32,18 @@ func TestJobSettings(t *testing.T) {
 		t.Fatalf("max steps %d, runtime no-plan %v", res.State.MaxSteps, rt.S.NoPlan)
 	}
 }
+
+// A paused run's answer lock is released whatever ends the answering run,
+// a refused run id (before any event) included: the next answer must not
+// find the run still locked.
+func TestAnswerLockReleasedOnBadRunID(t *testing.T) {
+	rt := scriptRuntime(t)
+	released := 0
+	_, err := rt.Run(context.Background(), Job{ID: "../x", Query: "q", Resume: &Resume{From: "r1", Release: func() { released++ }}})
+	if KindOf(err) != ErrBadInput {
+		t.Fatalf("err %v (kind %v), want bad input", err, KindOf(err))
+	}
+	if released != 1 {
+		t.Fatalf("released %d times, want 1", released)
+	}
+}

@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
@@ -459,26 +458,11 @@ func (o *object) set(k string, v any) {
 }
 
 func (o *object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	kv := make(ordered, len(o.keys))
 	for i, k := range o.keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		vb, err := json.Marshal(o.vals[k])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(vb)
+		kv[i].k, kv[i].v = k, o.vals[k]
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return kv.MarshalJSON()
 }
 
 func typeOf(v any) string {

@@ -8,6 +8,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/tactcli/tact/internal/text"
 )
 
 // argSpec describes one argument a tool accepts. dst is *string or *int; set
@@ -109,25 +111,16 @@ func decodeArgValue(v json.RawMessage, dst any) error {
 	return nil
 }
 
-// jsonKind names the JSON type of v for error messages.
+// argJSONKind names the JSON type of v for error messages, with its
+// article ("a string", "an object"; "null", "nothing").
 func argJSONKind(v json.RawMessage) string {
-	t := bytes.TrimSpace(v)
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
+	switch k := text.JSONKind(v); k {
+	case "nothing", "null":
+		return k
+	case "object", "array":
+		return "an " + k
 	default:
-		return "a number"
+		return "a " + k
 	}
 }
 
